@@ -1,0 +1,3 @@
+//! Semantic detectors behind `@detectSQLi` / `@detectXSS`.
+//!
+//! Placeholder: being written.

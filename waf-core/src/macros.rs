@@ -1,0 +1,135 @@
+//! Macro strings: `%{tx.anomaly_score}`, `%{MATCHED_VAR}`, `%{REQUEST_HEADERS.User-Agent}`.
+//!
+//! Parsed once at compile time into literal and variable parts; expanded per transaction by
+//! whoever implements [`MacroExpander`] (the evaluation state). A string without `%{` is a
+//! literal and costs nothing to expand.
+
+use std::borrow::Cow;
+
+use crate::variables::Variable;
+
+/// A string with `%{VAR}` / `%{VAR.key}` references, compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MacroString {
+    parts: Vec<MacroPart>,
+}
+
+/// One piece of a [`MacroString`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MacroPart {
+    /// Text copied as is.
+    Literal(Vec<u8>),
+    /// A variable reference; `key` is lower-cased (collection keys are case-insensitive).
+    Variable {
+        /// The variable.
+        variable: Variable,
+        /// The key after `.` or `:`, lower-cased.
+        key: Option<String>,
+    },
+}
+
+impl MacroString {
+    /// Compiles `text`. Fails with a message when a `%{...}` names an unknown variable or
+    /// is not closed.
+    pub(crate) fn parse(text: &str) -> Result<MacroString, String> {
+        let mut parts = Vec::new();
+        let mut literal = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("%{") {
+            literal.extend_from_slice(rest[..start].as_bytes());
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                return Err(format!("unclosed macro in {text:?}"));
+            };
+            let inner = after[..end].trim();
+            let (name, key) = match inner.find(['.', ':']) {
+                Some(i) => (&inner[..i], Some(inner[i + 1..].to_ascii_lowercase())),
+                None => (inner, None),
+            };
+            let variable = Variable::from_name(name)
+                .ok_or_else(|| format!("unknown variable {name:?} in macro %{{{inner}}}"))?;
+            if !literal.is_empty() {
+                parts.push(MacroPart::Literal(std::mem::take(&mut literal)));
+            }
+            parts.push(MacroPart::Variable { variable, key });
+            rest = &after[end + 1..];
+        }
+        literal.extend_from_slice(rest.as_bytes());
+        if !literal.is_empty() || parts.is_empty() {
+            parts.push(MacroPart::Literal(literal));
+        }
+        Ok(MacroString { parts })
+    }
+
+    /// The text when the string has no macro.
+    pub(crate) fn as_literal(&self) -> Option<&[u8]> {
+        match self.parts.as_slice() {
+            [MacroPart::Literal(l)] => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The parts, in order.
+    pub(crate) fn parts(&self) -> &[MacroPart] {
+        &self.parts
+    }
+
+    /// Expands with `expander`; borrows when the string is a literal.
+    pub(crate) fn expand<'a>(&'a self, expander: &dyn MacroExpander) -> Cow<'a, [u8]> {
+        if let Some(l) = self.as_literal() {
+            return Cow::Borrowed(l);
+        }
+        let mut out = Vec::new();
+        for part in &self.parts {
+            match part {
+                MacroPart::Literal(l) => out.extend_from_slice(l),
+                MacroPart::Variable { variable, key } => {
+                    expander.append_variable(*variable, key.as_deref(), &mut out)
+                }
+            }
+        }
+        Cow::Owned(out)
+    }
+}
+
+/// Resolves a variable reference to bytes during expansion (implemented by the transaction
+/// state). A missing variable expands to nothing.
+pub(crate) trait MacroExpander {
+    /// Appends the value of `variable` (`key` lower-cased, if any) to `out`.
+    fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    impl MacroExpander for Fixed {
+        fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
+            out.extend_from_slice(variable.name().as_bytes());
+            if let Some(k) = key {
+                out.push(b'.');
+                out.extend_from_slice(k.as_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn literal_borrows() {
+        let m = MacroString::parse("abc").unwrap();
+        assert_eq!(m.as_literal(), Some(&b"abc"[..]));
+        assert!(matches!(m.expand(&Fixed), Cow::Borrowed(b"abc")));
+    }
+
+    #[test]
+    fn expands_keys_lower_cased() {
+        let m = MacroString::parse("x %{tx.Score} %{MATCHED_VAR}!").unwrap();
+        assert_eq!(&*m.expand(&Fixed), b"x TX.score MATCHED_VAR!");
+    }
+
+    #[test]
+    fn rejects_unknown_and_unclosed() {
+        assert!(MacroString::parse("%{nope}").is_err());
+        assert!(MacroString::parse("%{tx.a").is_err());
+    }
+}

@@ -1,0 +1,108 @@
+//! The record of a finished transaction: matched rules, scores, intervention.
+
+use crate::verdict::Intervention;
+
+/// What happened in a transaction, returned by [`crate::Transaction::finish`].
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Report {
+    /// Unique id of the transaction (`UNIQUE_ID`).
+    pub unique_id: String,
+    /// Every rule (chain) that matched, in the order it matched.
+    pub matched_rules: Vec<MatchedRule>,
+    /// `TX.inbound_anomaly_score` (CRS), or 0.
+    pub inbound_anomaly_score: i64,
+    /// `TX.outbound_anomaly_score` (CRS), or 0.
+    pub outbound_anomaly_score: i64,
+    /// The intervention the host was told to carry out, if any.
+    pub intervention: Option<Intervention>,
+    /// In detection-only mode: the intervention that would have happened.
+    pub would_intervene: Option<Intervention>,
+}
+
+/// One matched rule.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct MatchedRule {
+    /// Rule id.
+    pub id: u64,
+    /// Phase (1..=5) it ran in.
+    pub phase: u8,
+    /// Expanded `msg`, if the rule has one.
+    pub message: Option<String>,
+    /// Expanded `logdata`, if the rule has one.
+    pub data: Option<String>,
+    /// `tag` values.
+    pub tags: Vec<String>,
+    /// `severity`, if given.
+    pub severity: Option<Severity>,
+    /// Name of the variable that matched last, e.g. `ARGS:id`.
+    pub matched_var_name: String,
+    /// Its (transformed) value, lossily decoded, at most [`crate::limits::DEFAULT_MATCHED_DATA_LEN`] bytes.
+    pub matched_data: String,
+    /// Whether the rule logs (`log`, the default, rather than `nolog`).
+    pub log: bool,
+    /// Whether the rule is disruptive (deny/drop/redirect, or block with a blocking default).
+    pub disruptive: bool,
+    /// Source file and line of the rule.
+    pub file: String,
+    /// Line of the rule in `file`.
+    pub line: u32,
+}
+
+/// Syslog-style severity of a rule (`severity:CRITICAL` or `severity:2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Severity {
+    /// 0
+    Emergency,
+    /// 1
+    Alert,
+    /// 2
+    Critical,
+    /// 3
+    Error,
+    /// 4
+    Warning,
+    /// 5
+    Notice,
+    /// 6
+    Info,
+    /// 7
+    Debug,
+}
+
+impl Severity {
+    /// Parses a name (`CRITICAL`, any case) or a number `0..=7`.
+    pub fn parse(s: &str) -> Option<Severity> {
+        use Severity::*;
+        const ALL: [Severity; 8] = [
+            Emergency, Alert, Critical, Error, Warning, Notice, Info, Debug,
+        ];
+        if let Ok(n) = s.parse::<usize>() {
+            return ALL.get(n).copied();
+        }
+        ALL.iter()
+            .copied()
+            .find(|v| v.name().eq_ignore_ascii_case(s))
+    }
+
+    /// The upper-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Emergency => "EMERGENCY",
+            Severity::Alert => "ALERT",
+            Severity::Critical => "CRITICAL",
+            Severity::Error => "ERROR",
+            Severity::Warning => "WARNING",
+            Severity::Notice => "NOTICE",
+            Severity::Info => "INFO",
+            Severity::Debug => "DEBUG",
+        }
+    }
+
+    /// The number, 0 (emergency) to 7 (debug).
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+}

@@ -1,0 +1,135 @@
+//! The variables a rule can inspect (`ARGS`, `REQUEST_HEADERS`, `TX`, ...).
+//!
+//! Names are resolved to [`Variable`] once, at compile time; evaluation only sees the enum.
+
+macro_rules! variables {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
+        /// A SecLang variable (a collection or a single value).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        pub(crate) enum Variable {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Variable {
+            /// All variables, in declaration order.
+            #[allow(dead_code)]
+            pub(crate) const ALL: &'static [Variable] = &[$(Variable::$variant,)*];
+
+            /// Looks a name up, ignoring ASCII case.
+            pub(crate) fn from_name(name: &str) -> Option<Variable> {
+                $( if name.eq_ignore_ascii_case($name) { return Some(Variable::$variant); } )*
+                None
+            }
+
+            /// The canonical (upper-case) name.
+            pub(crate) fn name(self) -> &'static str {
+                match self { $( Variable::$variant => $name, )* }
+            }
+        }
+    };
+}
+
+variables! {
+    Args => "ARGS",
+    ArgsCombinedSize => "ARGS_COMBINED_SIZE",
+    ArgsGet => "ARGS_GET",
+    ArgsGetNames => "ARGS_GET_NAMES",
+    ArgsNames => "ARGS_NAMES",
+    ArgsPost => "ARGS_POST",
+    ArgsPostNames => "ARGS_POST_NAMES",
+    AuthType => "AUTH_TYPE",
+    Duration => "DURATION",
+    Env => "ENV",
+    Files => "FILES",
+    FilesCombinedSize => "FILES_COMBINED_SIZE",
+    FilesNames => "FILES_NAMES",
+    FilesSizes => "FILES_SIZES",
+    FilesTmpNames => "FILES_TMPNAMES",
+    FilesTmpContent => "FILES_TMP_CONTENT",
+    FullRequest => "FULL_REQUEST",
+    FullRequestLength => "FULL_REQUEST_LENGTH",
+    Geo => "GEO",
+    Global => "GLOBAL",
+    HighestSeverity => "HIGHEST_SEVERITY",
+    InboundDataError => "INBOUND_DATA_ERROR",
+    Ip => "IP",
+    MatchedVar => "MATCHED_VAR",
+    MatchedVarName => "MATCHED_VAR_NAME",
+    MatchedVars => "MATCHED_VARS",
+    MatchedVarsNames => "MATCHED_VARS_NAMES",
+    ModsecBuild => "MODSEC_BUILD",
+    MultipartBoundaryQuoted => "MULTIPART_BOUNDARY_QUOTED",
+    MultipartBoundaryWhitespace => "MULTIPART_BOUNDARY_WHITESPACE",
+    MultipartCrlfLfLines => "MULTIPART_CRLF_LF_LINES",
+    MultipartDataAfter => "MULTIPART_DATA_AFTER",
+    MultipartDataBefore => "MULTIPART_DATA_BEFORE",
+    MultipartFileLimitExceeded => "MULTIPART_FILE_LIMIT_EXCEEDED",
+    MultipartFilename => "MULTIPART_FILENAME",
+    MultipartHeaderFolding => "MULTIPART_HEADER_FOLDING",
+    MultipartInvalidHeaderFolding => "MULTIPART_INVALID_HEADER_FOLDING",
+    MultipartInvalidPart => "MULTIPART_INVALID_PART",
+    MultipartInvalidQuoting => "MULTIPART_INVALID_QUOTING",
+    MultipartLfLine => "MULTIPART_LF_LINE",
+    MultipartMissingSemicolon => "MULTIPART_MISSING_SEMICOLON",
+    MultipartName => "MULTIPART_NAME",
+    MultipartPartHeaders => "MULTIPART_PART_HEADERS",
+    MultipartStrictError => "MULTIPART_STRICT_ERROR",
+    MultipartUnmatchedBoundary => "MULTIPART_UNMATCHED_BOUNDARY",
+    OutboundDataError => "OUTBOUND_DATA_ERROR",
+    PathInfo => "PATH_INFO",
+    QueryString => "QUERY_STRING",
+    RemoteAddr => "REMOTE_ADDR",
+    RemoteHost => "REMOTE_HOST",
+    RemotePort => "REMOTE_PORT",
+    RemoteUser => "REMOTE_USER",
+    ReqbodyError => "REQBODY_ERROR",
+    ReqbodyErrorMsg => "REQBODY_ERROR_MSG",
+    ReqbodyProcessor => "REQBODY_PROCESSOR",
+    ReqbodyProcessorError => "REQBODY_PROCESSOR_ERROR",
+    ReqbodyProcessorErrorMsg => "REQBODY_PROCESSOR_ERROR_MSG",
+    RequestBasename => "REQUEST_BASENAME",
+    RequestBody => "REQUEST_BODY",
+    RequestBodyLength => "REQUEST_BODY_LENGTH",
+    RequestCookies => "REQUEST_COOKIES",
+    RequestCookiesNames => "REQUEST_COOKIES_NAMES",
+    RequestFilename => "REQUEST_FILENAME",
+    RequestHeaders => "REQUEST_HEADERS",
+    RequestHeadersNames => "REQUEST_HEADERS_NAMES",
+    RequestLine => "REQUEST_LINE",
+    RequestMethod => "REQUEST_METHOD",
+    RequestProtocol => "REQUEST_PROTOCOL",
+    RequestUri => "REQUEST_URI",
+    RequestUriRaw => "REQUEST_URI_RAW",
+    Resource => "RESOURCE",
+    ResponseBody => "RESPONSE_BODY",
+    ResponseContentLength => "RESPONSE_CONTENT_LENGTH",
+    ResponseContentType => "RESPONSE_CONTENT_TYPE",
+    ResponseHeaders => "RESPONSE_HEADERS",
+    ResponseHeadersNames => "RESPONSE_HEADERS_NAMES",
+    ResponseProtocol => "RESPONSE_PROTOCOL",
+    ResponseStatus => "RESPONSE_STATUS",
+    Rule => "RULE",
+    ServerAddr => "SERVER_ADDR",
+    ServerName => "SERVER_NAME",
+    ServerPort => "SERVER_PORT",
+    Session => "SESSION",
+    SessionId => "SESSIONID",
+    StatusLine => "STATUS_LINE",
+    Time => "TIME",
+    TimeDay => "TIME_DAY",
+    TimeEpoch => "TIME_EPOCH",
+    TimeHour => "TIME_HOUR",
+    TimeMin => "TIME_MIN",
+    TimeMon => "TIME_MON",
+    TimeSec => "TIME_SEC",
+    TimeWday => "TIME_WDAY",
+    TimeYear => "TIME_YEAR",
+    Tx => "TX",
+    UniqueId => "UNIQUE_ID",
+    UrlencodedError => "URLENCODED_ERROR",
+    User => "USER",
+    UserId => "USERID",
+    WebAppId => "WEBAPPID",
+    Xml => "XML",
+}

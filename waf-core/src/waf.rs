@@ -1,0 +1,140 @@
+//! [`Waf`]: a compiled rule set, and [`WafBuilder`], which makes one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::compile::{self, Program};
+use crate::error::{Error, ErrorKind, Warning};
+use crate::seclang;
+use crate::transaction::{ConnectionInfo, Transaction};
+
+/// The rule engine mode (`SecRuleEngine`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EngineMode {
+    /// Rules run and disruptive actions are carried out.
+    On,
+    /// Rules run and are reported; nothing is blocked.
+    DetectionOnly,
+    /// No rule runs.
+    #[default]
+    Off,
+}
+
+/// A compiled rule set: immutable, `Send + Sync`, cheap to clone (an `Arc`).
+///
+/// Build one with [`Waf::builder`], then start a [`Transaction`] per request. To reload
+/// rules, build a new `Waf` and swap it in; transactions in flight keep the old one.
+#[derive(Clone, Debug)]
+pub struct Waf {
+    pub(crate) program: Arc<Program>,
+}
+
+impl Waf {
+    /// Starts a builder.
+    pub fn builder() -> WafBuilder {
+        WafBuilder::default()
+    }
+
+    /// Starts a transaction for one request. `now` is the time the request arrived; the
+    /// engine never reads a clock.
+    pub fn transaction(&self, conn: &ConnectionInfo, now: SystemTime) -> Transaction {
+        Transaction::new(self.clone(), conn, now)
+    }
+
+    /// Load warnings: things that loaded but are probably mistakes.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.program.warnings
+    }
+
+    /// The configured engine mode (`SecRuleEngine`).
+    pub fn engine_mode(&self) -> EngineMode {
+        self.program.config.engine_mode
+    }
+
+    /// Number of rules (chain starters and `SecAction`s) loaded.
+    pub fn rule_count(&self) -> usize {
+        self.program.rule_count()
+    }
+}
+
+/// Collects rule sources, in order, and compiles them with [`WafBuilder::build`].
+#[derive(Debug, Default)]
+pub struct WafBuilder {
+    sources: Vec<Source>,
+}
+
+#[derive(Debug)]
+enum Source {
+    Text { name: String, text: String },
+    File(PathBuf),
+    Glob(String),
+}
+
+impl WafBuilder {
+    /// Adds inline SecLang text; `name` stands for the file name in errors.
+    pub fn seclang(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
+        self.sources.push(Source::Text {
+            name: name.into(),
+            text: text.into(),
+        });
+        self
+    }
+
+    /// Adds a rule file (read at [`WafBuilder::build`]).
+    pub fn seclang_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sources.push(Source::File(path.into()));
+        self
+    }
+
+    /// Adds every file matching a glob such as `rules/*.conf`, in name order. A glob that
+    /// matches nothing is an error.
+    pub fn seclang_glob(mut self, pattern: impl Into<String>) -> Self {
+        self.sources.push(Source::Glob(pattern.into()));
+        self
+    }
+
+    /// Reads, parses and compiles everything added, in order.
+    pub fn build(self) -> Result<Waf, Error> {
+        let mut directives = Vec::new();
+        for source in self.sources {
+            match source {
+                Source::Text { name, text } => directives.extend(seclang::parse_str(&name, &text)?),
+                Source::File(path) => directives.extend(seclang::parse_file(&path)?),
+                Source::Glob(pattern) => {
+                    let paths = glob::glob(&pattern).map_err(|e| {
+                        Error::new(ErrorKind::Io, None, format!("bad glob {pattern:?}: {e}"))
+                    })?;
+                    let mut paths: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
+                    if paths.is_empty() {
+                        return Err(Error::new(
+                            ErrorKind::Io,
+                            None,
+                            format!("no file matches {pattern:?}"),
+                        ));
+                    }
+                    paths.sort();
+                    for path in paths {
+                        directives.extend(seclang::parse_file(&path)?);
+                    }
+                }
+            }
+        }
+        let program = compile::compile(&directives)?;
+        Ok(Waf {
+            program: Arc::new(program),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waf_is_send_sync_and_cheap_to_clone() {
+        fn assert_send_sync<T: Send + Sync + Clone>() {}
+        assert_send_sync::<Waf>();
+    }
+}
