@@ -36,3 +36,8 @@ pub const DEFAULT_INCLUDE_DEPTH: usize = 32;
 
 /// Compiled size limit of one `@rx` regular expression (bytes of automaton), 50 MiB.
 pub const DEFAULT_REGEX_SIZE_LIMIT: usize = 50 * 1024 * 1024;
+
+/// Most records kept in persistent collections (`IP`, `GLOBAL`, ...) per `Waf`; when full,
+/// expired records go first, then the least recently updated. About 1 KiB per record for
+/// CRS's use, so about 100 MiB at the limit.
+pub const DEFAULT_COLLECTION_RECORDS: usize = 100_000;

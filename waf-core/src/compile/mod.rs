@@ -1,28 +1,711 @@
-//! Syntax tree → [`Program`]: placeholder.
+//! Syntax tree → [`Program`], the immutable rule set a [`crate::Waf`] runs.
+//!
+//! The second of the three stages. Everything that can be decided once is decided here:
+//! names become enums, operators and regexes are compiled, `block` is resolved against
+//! `SecDefaultAction`, chains are linked, `skipAfter` markers become step indices, and
+//! `SecRuleRemove*`/`SecRuleUpdate*` directives are applied to the rules defined before
+//! them (as ModSecurity does). Anything unsupported fails the load with its location;
+//! an exclusion that names nothing is a warning.
 
-use crate::error::{Error, Warning};
-use crate::seclang::Directive;
-use crate::waf::EngineMode;
+mod config;
+mod rule;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::actions::{self, Action, Disruptive};
+use crate::error::{Error, ErrorKind, Location, Warning};
+use crate::operators::Operator;
+use crate::seclang::{ActionAst, Directive, DirectiveKind, IdRange, RuleAst, Span, VariableAst};
+use crate::transformations::Transformation;
+use crate::variables::{Selector, Variable};
+
+pub(crate) use config::{Config, LimitAction};
+pub(crate) use rule::{Metadata, Rule, RuleOperator, Target};
 
 /// The compiled, immutable rule set.
 #[derive(Debug, Default)]
 pub(crate) struct Program {
     pub(crate) config: Config,
+    /// Chain starters and `SecAction`s, in definition order.
+    pub(crate) rules: Vec<Rule>,
+    /// For each phase 1..=5 (index 0..=4), the steps in order.
+    pub(crate) phases: [Vec<Step>; 5],
+    /// Number of distinct transformation-chain prefixes (cache key space).
+    #[allow(dead_code)]
+    pub(crate) prefix_count: u32,
     pub(crate) warnings: Vec<Warning>,
+    /// Persistent collections (`IP`, `GLOBAL`, ...), shared by the transactions of this
+    /// `Waf`.
+    pub(crate) store: crate::eval::store::Store,
+    /// Transactions started, for `UNIQUE_ID`.
+    pub(crate) serial: std::sync::atomic::AtomicU64,
 }
 
-/// Engine settings from directives.
-#[derive(Debug, Default)]
-pub(crate) struct Config {
-    pub(crate) engine_mode: EngineMode,
+/// One step of a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Run `Program::rules[i]`.
+    Rule(usize),
+    /// A `SecMarker` (the name is in `Program::markers`; only its position matters).
+    Marker,
 }
 
 impl Program {
     pub(crate) fn rule_count(&self) -> usize {
-        0
+        self.rules.len()
+    }
+
+    /// A number unique among this program's transactions.
+    pub(crate) fn next_serial(&self) -> u64 {
+        self.serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 }
 
-pub(crate) fn compile(_directives: &[Directive]) -> Result<Program, Error> {
-    Ok(Program::default())
+/// A rule before its actions are folded: updates by later directives land here first.
+struct Draft {
+    span: Span,
+    ast: Option<RuleAst>,
+    actions: Vec<ActionAst>,
+    /// Default actions of each phase in force where the rule was defined.
+    defaults: usize,
+    chain: Vec<Draft>,
+    id: u64,
+    phase: u8,
+    tags: Vec<String>,
+    msg: Option<String>,
+    removed: bool,
+    extra_exclusions: Vec<VariableAst>,
+    extra_targets: Vec<VariableAst>,
+}
+
+enum Item {
+    Rule(usize),
+    Marker(String),
+}
+
+/// Compiles directives in order.
+pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
+    let mut config = Config::default();
+    let mut warnings = Vec::new();
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
+    // Snapshots of the default actions per phase; drafts refer to one by index.
+    let mut default_sets: Vec<[Vec<ActionAst>; 5]> = vec![Default::default()];
+    let mut chain_open = false;
+    let mut seen_ids: HashMap<u64, Span> = HashMap::new();
+
+    for d in directives {
+        match &d.kind {
+            DirectiveKind::Rule(_) | DirectiveKind::Action(_) => {
+                let (ast, acts) = match &d.kind {
+                    DirectiveKind::Rule(r) => (Some(r.clone()), r.actions.clone()),
+                    DirectiveKind::Action(a) => (None, a.clone()),
+                    _ => unreachable!("matched above"),
+                };
+                let has_chain = acts.iter().any(|a| a.name.eq_ignore_ascii_case("chain"));
+                let mut draft = Draft {
+                    span: d.span.clone(),
+                    ast,
+                    actions: acts,
+                    defaults: default_sets.len() - 1,
+                    chain: Vec::new(),
+                    id: 0,
+                    phase: 2,
+                    tags: Vec::new(),
+                    msg: None,
+                    removed: false,
+                    extra_exclusions: Vec::new(),
+                    extra_targets: Vec::new(),
+                };
+                if chain_open {
+                    let parent = drafts
+                        .last_mut()
+                        .expect("chain_open implies a parent draft");
+                    parent.chain.push(draft);
+                } else {
+                    scan_metadata(&mut draft)?;
+                    if draft.id == 0 {
+                        return Err(Error::new(
+                            ErrorKind::Invalid,
+                            Some(&d.span),
+                            "rule has no id action",
+                        ));
+                    }
+                    if let Some(prev) = seen_ids.insert(draft.id, d.span.clone()) {
+                        return Err(Error::new(
+                            ErrorKind::Invalid,
+                            Some(&d.span),
+                            format!(
+                                "duplicate rule id {} (first defined at {})",
+                                draft.id,
+                                Location::from_span(&prev)
+                            ),
+                        ));
+                    }
+                    items.push(Item::Rule(drafts.len()));
+                    drafts.push(draft);
+                }
+                chain_open = has_chain;
+            }
+            other => {
+                if chain_open {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        Some(&d.span),
+                        "a rule with the chain action must be followed by a SecRule",
+                    ));
+                }
+                apply_directive(
+                    other,
+                    &d.span,
+                    &mut config,
+                    &mut warnings,
+                    &mut drafts,
+                    &mut items,
+                    &mut default_sets,
+                )?;
+            }
+        }
+    }
+    if chain_open {
+        let span = drafts.last().map(|d| d.span.clone());
+        return Err(Error::new(
+            ErrorKind::Invalid,
+            span.as_ref(),
+            "the last rule has the chain action but no rule follows",
+        ));
+    }
+
+    // Fold drafts into rules and lay out the phases.
+    let mut interner = PrefixInterner::default();
+    let mut rules = Vec::new();
+    let mut phases: [Vec<Step>; 5] = Default::default();
+    let mut markers_per_phase: [Vec<(String, usize)>; 5] = Default::default();
+    for item in &items {
+        match item {
+            Item::Rule(i) => {
+                let draft = &drafts[*i];
+                if draft.removed {
+                    continue;
+                }
+                let rule = build_rule(draft, &default_sets[draft.defaults], None, &mut interner)?;
+                let phase_index = usize::from(rule.phase - 1);
+                phases[phase_index].push(Step::Rule(rules.len()));
+                rules.push(rule);
+            }
+            Item::Marker(name) => {
+                for (p, steps) in phases.iter_mut().enumerate() {
+                    markers_per_phase[p].push((name.clone(), steps.len()));
+                    steps.push(Step::Marker);
+                }
+            }
+        }
+    }
+    // Resolve skipAfter: the first marker of that name after the rule in its phase.
+    for (p, steps) in phases.iter().enumerate() {
+        for (pos, step) in steps.iter().enumerate() {
+            let Step::Rule(r) = *step else { continue };
+            let rule = &mut rules[r];
+            if let Some((name, target)) = &mut rule.skip_after {
+                *target = markers_per_phase[p]
+                    .iter()
+                    .find(|(m, at)| *at > pos && m == name)
+                    .map_or(usize::MAX, |(_, at)| *at);
+                if !markers_per_phase[p].iter().any(|(m, _)| m == name) {
+                    warnings.push(Warning {
+                        location: Some(Location::from_span(&rule.span)),
+                        message: format!("skipAfter names marker {name:?}, which is not defined"),
+                    });
+                }
+            }
+        }
+    }
+
+    Ok(Program {
+        config,
+        rules,
+        phases,
+        prefix_count: interner.next,
+        warnings,
+        store: Default::default(),
+        serial: Default::default(),
+    })
+}
+
+/// Reads id, phase, tags and msg of a draft (needed by removal and update directives).
+fn scan_metadata(draft: &mut Draft) -> Result<(), Error> {
+    for a in &draft.actions {
+        match a.name.to_ascii_lowercase().as_str() {
+            "id" | "phase" => match actions::parse(a) {
+                Ok(Action::Id(id)) => draft.id = id,
+                Ok(Action::Phase(p)) => draft.phase = p,
+                Ok(_) => {}
+                Err(e) => return Err(Error::new(ErrorKind::Invalid, Some(&a.span), e)),
+            },
+            "tag" => draft.tags.push(a.value.clone().unwrap_or_default()),
+            "msg" => draft.msg = a.value.clone(),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn in_ranges(ranges: &[IdRange], id: u64) -> bool {
+    ranges.iter().any(|r| (r.start..=r.end).contains(&id))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_directive(
+    kind: &DirectiveKind,
+    span: &Span,
+    config: &mut Config,
+    warnings: &mut Vec<Warning>,
+    drafts: &mut [Draft],
+    items: &mut Vec<Item>,
+    default_sets: &mut Vec<[Vec<ActionAst>; 5]>,
+) -> Result<(), Error> {
+    let warn = |warnings: &mut Vec<Warning>, message: String| {
+        warnings.push(Warning {
+            location: Some(Location::from_span(span)),
+            message,
+        })
+    };
+    match kind {
+        DirectiveKind::Rule(_) | DirectiveKind::Action(_) => unreachable!("handled by compile"),
+        DirectiveKind::Marker(name) => items.push(Item::Marker(name.clone())),
+        DirectiveKind::DefaultAction(acts) => {
+            let mut phase = None;
+            for a in acts {
+                match actions::parse(a) {
+                    Ok(Action::Phase(p)) => phase = Some(p),
+                    Ok(Action::Id(_)) => {
+                        return Err(Error::new(
+                            ErrorKind::Invalid,
+                            Some(&a.span),
+                            "SecDefaultAction cannot have an id",
+                        ))
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(Error::new(ErrorKind::Invalid, Some(&a.span), e)),
+                }
+            }
+            let phase = phase.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Invalid,
+                    Some(span),
+                    "SecDefaultAction must name a phase",
+                )
+            })?;
+            let mut set = default_sets.last().cloned().unwrap_or_default();
+            set[usize::from(phase - 1)] = acts.clone();
+            default_sets.push(set);
+        }
+        DirectiveKind::RemoveById(ranges) => {
+            let mut hit = false;
+            for d in drafts.iter_mut().filter(|d| in_ranges(ranges, d.id)) {
+                d.removed = true;
+                hit = true;
+            }
+            if !hit {
+                warn(
+                    warnings,
+                    "SecRuleRemoveById matches no rule defined before it".into(),
+                );
+            }
+        }
+        DirectiveKind::RemoveByTag(tag) => {
+            let mut hit = false;
+            for d in drafts
+                .iter_mut()
+                .filter(|d| d.tags.iter().any(|t| t == tag))
+            {
+                d.removed = true;
+                hit = true;
+            }
+            if !hit {
+                warn(
+                    warnings,
+                    format!("SecRuleRemoveByTag {tag:?} matches no rule defined before it"),
+                );
+            }
+        }
+        DirectiveKind::RemoveByMsg(msg) => {
+            let mut hit = false;
+            for d in drafts
+                .iter_mut()
+                .filter(|d| d.msg.as_deref() == Some(msg.as_str()))
+            {
+                d.removed = true;
+                hit = true;
+            }
+            if !hit {
+                warn(
+                    warnings,
+                    format!("SecRuleRemoveByMsg {msg:?} matches no rule defined before it"),
+                );
+            }
+        }
+        DirectiveKind::UpdateTargetById {
+            ids,
+            targets,
+            replaced,
+        } => update_targets(
+            drafts,
+            |d| in_ranges(ids, d.id),
+            targets,
+            replaced.as_deref(),
+            span,
+            warnings,
+            "SecRuleUpdateTargetById",
+        )?,
+        DirectiveKind::UpdateTargetByTag {
+            tag,
+            targets,
+            replaced,
+        } => update_targets(
+            drafts,
+            |d| d.tags.iter().any(|t| t == tag),
+            targets,
+            replaced.as_deref(),
+            span,
+            warnings,
+            "SecRuleUpdateTargetByTag",
+        )?,
+        DirectiveKind::UpdateTargetByMsg {
+            msg,
+            targets,
+            replaced,
+        } => update_targets(
+            drafts,
+            |d| d.msg.as_deref() == Some(msg.as_str()),
+            targets,
+            replaced.as_deref(),
+            span,
+            warnings,
+            "SecRuleUpdateTargetByMsg",
+        )?,
+        DirectiveKind::UpdateActionById { id, actions: acts } => {
+            for a in acts {
+                let lower = a.name.to_ascii_lowercase();
+                if lower == "id" || lower == "phase" || lower == "chain" {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        Some(&a.span),
+                        format!("SecRuleUpdateActionById cannot change {}", a.name),
+                    ));
+                }
+                actions::parse(a).map_err(|e| Error::new(ErrorKind::Invalid, Some(&a.span), e))?;
+            }
+            match drafts.iter_mut().find(|d| d.id == *id) {
+                Some(d) => {
+                    d.actions.extend(acts.iter().cloned());
+                    scan_metadata(d)?;
+                }
+                None => warn(
+                    warnings,
+                    format!("SecRuleUpdateActionById: no rule {id} defined before it"),
+                ),
+            }
+        }
+        DirectiveKind::Setting { name, args } => config.apply(name, args, span, warnings)?,
+    }
+    Ok(())
+}
+
+fn update_targets(
+    drafts: &mut [Draft],
+    select: impl Fn(&Draft) -> bool,
+    targets: &[VariableAst],
+    replaced: Option<&[VariableAst]>,
+    span: &Span,
+    warnings: &mut Vec<Warning>,
+    directive: &str,
+) -> Result<(), Error> {
+    if replaced.is_some() {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            Some(span),
+            format!("unsupported: {directive} with a replaced-target argument"),
+        ));
+    }
+    // Check the targets compile, so a typo fails at its own location.
+    for t in targets {
+        compile_target(t)?;
+    }
+    let mut hit = false;
+    for d in drafts.iter_mut().filter(|d| select(d)) {
+        hit = true;
+        for t in targets {
+            if t.exclusion {
+                d.extra_exclusions.push(t.clone());
+            } else {
+                d.extra_targets.push(t.clone());
+            }
+        }
+    }
+    if !hit {
+        warnings.push(Warning {
+            location: Some(Location::from_span(span)),
+            message: format!("{directive} matches no rule defined before it"),
+        });
+    }
+    Ok(())
+}
+
+/// Gives each distinct transformation-chain prefix a number.
+#[derive(Default)]
+struct PrefixInterner {
+    ids: HashMap<Vec<Transformation>, u32>,
+    next: u32,
+}
+
+impl PrefixInterner {
+    fn prefix_ids(&mut self, chain: &[Transformation]) -> Vec<u32> {
+        (1..=chain.len())
+            .map(|n| {
+                let next = &mut self.next;
+                *self.ids.entry(chain[..n].to_vec()).or_insert_with(|| {
+                    *next += 1;
+                    *next - 1
+                })
+            })
+            .collect()
+    }
+}
+
+fn invalid(span: &Span, msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Invalid, Some(span), msg)
+}
+
+/// Folds default actions, the rule's actions and later updates into a [`Rule`].
+fn build_rule(
+    draft: &Draft,
+    defaults: &[Vec<ActionAst>; 5],
+    parent_phase: Option<u8>,
+    interner: &mut PrefixInterner,
+) -> Result<Rule, Error> {
+    let is_chained = parent_phase.is_some();
+    let phase = parent_phase.unwrap_or(draft.phase);
+    let mut rule = Rule {
+        id: if is_chained { 0 } else { draft.id },
+        phase,
+        span: draft.span.clone(),
+        targets: Vec::new(),
+        exclusions: Vec::new(),
+        operator: None,
+        transformations: Vec::new(),
+        prefix_ids: Vec::new(),
+        meta: Metadata::default(),
+        disruptive: Disruptive::Pass,
+        status: 403,
+        log: true,
+        auditlog: true,
+        capture: false,
+        multi_match: false,
+        skip_after: None,
+        skip: 0,
+        effects: Vec::new(),
+        chain: None,
+    };
+
+    // Default actions of the phase: transformations, logging, disruptive action, status.
+    let mut default_disruptive = Disruptive::Pass;
+    let mut default_status = None;
+    for a in &defaults[usize::from(phase - 1)] {
+        match actions::parse(a).map_err(|e| invalid(&a.span, e))? {
+            Action::Transform(Some(t)) => rule.transformations.push(t),
+            Action::Transform(None) => rule.transformations.clear(),
+            Action::Log(v) => rule.log = v,
+            Action::AuditLog(v) => rule.auditlog = v,
+            Action::Disruptive(d) => default_disruptive = d,
+            Action::Status(s) => default_status = Some(s),
+            _ => {}
+        }
+    }
+
+    let mut own_disruptive = None;
+    let mut own_status = None;
+    let mut has_chain = false;
+    for a in &draft.actions {
+        let action = actions::parse(a).map_err(|e| {
+            let kind = if e.starts_with("unsupported") {
+                ErrorKind::Unsupported
+            } else {
+                ErrorKind::Invalid
+            };
+            Error::new(kind, Some(&a.span), e)
+        })?;
+        match action {
+            Action::Id(_) | Action::Phase(_) if is_chained => {
+                return Err(invalid(
+                    &a.span,
+                    format!("a chained rule cannot have {}", a.name),
+                ))
+            }
+            Action::Id(_) | Action::Phase(_) => {}
+            Action::Msg(m) => rule.meta.msg = Some(m),
+            Action::LogData(m) => rule.meta.logdata = Some(m),
+            Action::Tag(t) => rule.meta.tags.push(t),
+            Action::Severity(s) => rule.meta.severity = Some(s),
+            Action::Ver(v) => rule.meta.ver = Some(v),
+            Action::Rev(v) => rule.meta.rev = Some(v),
+            Action::Maturity(v) => rule.meta.maturity = Some(v),
+            Action::Accuracy(v) => rule.meta.accuracy = Some(v),
+            Action::Disruptive(d) => {
+                if is_chained && d != Disruptive::Pass {
+                    return Err(invalid(
+                        &a.span,
+                        "a chained rule cannot have a disruptive action",
+                    ));
+                }
+                own_disruptive = Some(d);
+            }
+            Action::Status(s) => own_status = Some(s),
+            Action::Chain => has_chain = true,
+            Action::SkipAfter(m) => rule.skip_after = Some((m, usize::MAX)),
+            Action::Skip(n) => rule.skip = n,
+            Action::Log(v) => rule.log = v,
+            Action::AuditLog(v) => rule.auditlog = v,
+            Action::Transform(Some(t)) => rule.transformations.push(t),
+            Action::Transform(None) => rule.transformations.clear(),
+            Action::Capture => rule.capture = true,
+            Action::MultiMatch => rule.multi_match = true,
+            Action::Effect(e) => rule.effects.push(e),
+        }
+    }
+    let inherits = matches!(own_disruptive, None | Some(Disruptive::Block));
+    rule.disruptive = match own_disruptive {
+        None | Some(Disruptive::Block) if !is_chained => default_disruptive.clone(),
+        None | Some(Disruptive::Block) => Disruptive::Pass,
+        Some(d) => d,
+    };
+    if inherits {
+        own_status = own_status.or(default_status);
+    }
+    rule.status = own_status.unwrap_or(403);
+    rule.prefix_ids = interner.prefix_ids(&rule.transformations);
+
+    // Targets and operator.
+    let rules_dir = Path::new(&*draft.span.file).parent().map(Path::to_path_buf);
+    if let Some(ast) = &draft.ast {
+        for v in ast.variables.iter().chain(&draft.extra_targets) {
+            let (variable, selector) = compile_target(v)?;
+            if v.exclusion {
+                rule.exclusions.push((variable, selector));
+            } else {
+                rule.targets.push(Target {
+                    variable,
+                    selector,
+                    count: v.count,
+                });
+            }
+        }
+        for v in &draft.extra_exclusions {
+            let (variable, selector) = compile_target(v)?;
+            rule.exclusions.push((variable, selector));
+        }
+        let op = &ast.operator;
+        let operator =
+            Operator::compile(&op.name, &op.argument, rules_dir.as_deref()).map_err(|e| {
+                let kind = if e.starts_with("unsupported") {
+                    ErrorKind::Unsupported
+                } else {
+                    ErrorKind::Invalid
+                };
+                Error::new(kind, Some(&op.span), e)
+            })?;
+        rule.operator = Some(RuleOperator {
+            operator,
+            negated: op.negated,
+            name: op.name.clone(),
+            argument: op.argument.clone(),
+        });
+    }
+
+    if has_chain {
+        if draft.chain.is_empty() {
+            return Err(invalid(&draft.span, "chain action without a chained rule"));
+        }
+        // Chained drafts are stored flat on the starter: child i chains to child i+1.
+        let mut next: Option<Box<Rule>> = None;
+        for c in draft.chain.iter().rev() {
+            let mut built = build_rule(
+                &Draft {
+                    span: c.span.clone(),
+                    ast: c.ast.clone(),
+                    actions: c.actions.clone(),
+                    defaults: c.defaults,
+                    chain: Vec::new(),
+                    id: 0,
+                    phase,
+                    tags: Vec::new(),
+                    msg: None,
+                    removed: false,
+                    extra_exclusions: Vec::new(),
+                    extra_targets: Vec::new(),
+                },
+                defaults,
+                Some(phase),
+                interner,
+            )?;
+            let child_has_chain = c
+                .actions
+                .iter()
+                .any(|a| a.name.eq_ignore_ascii_case("chain"));
+            if child_has_chain != next.is_some() {
+                return Err(invalid(&c.span, "chain action without a chained rule"));
+            }
+            built.chain = next.take();
+            next = Some(Box::new(built));
+        }
+        rule.chain = next;
+    }
+    Ok(rule)
+}
+
+/// A target's variable and key selector.
+fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
+    let variable = Variable::from_name(&v.name).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Unsupported,
+            Some(&v.span),
+            format!("unknown variable {}", v.name),
+        )
+    })?;
+    let selector = match &v.selector {
+        None => Selector::All,
+        Some(crate::seclang::SelectorAst::Key(k)) => {
+            if variable == Variable::Xml && k != "/*" && k != "//@*" {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    Some(&v.span),
+                    format!("unsupported XPath expression {k:?} (only XML:/* and XML://@* are supported)"),
+                ));
+            }
+            Selector::Key(k.as_bytes().to_ascii_lowercase())
+        }
+        Some(crate::seclang::SelectorAst::Regex(r)) => {
+            Selector::regex(r).map_err(|e| Error::new(ErrorKind::Invalid, Some(&v.span), e))?
+        }
+    };
+    if !matches!(selector, Selector::All) && !variable.is_collection() {
+        return Err(Error::new(
+            ErrorKind::Invalid,
+            Some(&v.span),
+            format!("{} is not a collection and takes no key", variable.name()),
+        ));
+    }
+    Ok((variable, selector))
+}
+
+/// Programs are shared by every transaction of a `Waf`; the store is the only part that
+/// changes, behind a lock.
+#[allow(dead_code)]
+fn assert_sync() {
+    fn is_sync<T: Sync + Send>() {}
+    is_sync::<Program>();
+    is_sync::<Mutex<()>>();
 }

@@ -1,47 +1,477 @@
-//! Per-transaction evaluation: placeholder.
+//! Per-transaction evaluation: the state behind [`crate::Transaction`].
+//!
+//! The third stage. [`TxState`] owns what the transaction has seen ([`data::TxData`]),
+//! the transformation cache and the per-transaction overrides that `ctl` can make, and
+//! runs the steps of each phase ([`rules`]).
 
-use std::time::SystemTime;
+mod cache;
+pub(crate) mod data;
+mod effects;
+mod request;
+mod rules;
+pub(crate) mod store;
+mod time;
 
-use crate::report::Report;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::actions::ctl::{BodyProcessor, RuleSelector, TargetRef};
+use crate::actions::AllowScope;
+use crate::body;
+use crate::compile::{LimitAction, Program};
+use crate::report::{MatchedRule, Report};
 use crate::transaction::{ConnectionInfo, RequestHead, ResponseHead};
-use crate::verdict::Verdict;
-use crate::waf::Waf;
+use crate::verdict::{DisruptiveAction, Intervention, Verdict};
+use crate::waf::{EngineMode, Waf};
 
+use cache::TransformCache;
+use data::{FileInfo, Pair, TxData};
+
+/// Where the transaction is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    ExpectRequestHeaders,
+    ExpectRequestBody,
+    ExpectResponseHeaders,
+    ExpectResponseBody,
+    Finished,
+}
+
+/// The state of one transaction.
 #[derive(Debug)]
 pub(crate) struct TxState {
-    #[allow(dead_code)]
-    waf: Waf,
+    program: Arc<Program>,
+    data: TxData,
+    cache: TransformCache,
+    stage: Stage,
+    mode: EngineMode,
+    request_body_access: bool,
+    request_body_limit: usize,
+    response_body_access: bool,
+    response_body_limit: usize,
+    body_processor: Option<BodyProcessor>,
+    force_request_body_variable: bool,
+    audit_engine: bool,
+    removed_rules: Vec<RuleSelector>,
+    removed_targets: Vec<(RuleSelector, TargetRef)>,
+    allow: Option<AllowScope>,
+    intervention: Option<Intervention>,
+    would_intervene: Option<Intervention>,
+    matched: Vec<MatchedRule>,
+    request_body_over_limit: bool,
+    response_body_over_limit: bool,
 }
 
 impl TxState {
-    pub(crate) fn new(waf: Waf, _conn: &ConnectionInfo, _now: SystemTime) -> TxState {
-        TxState { waf }
+    pub(crate) fn new(waf: Waf, conn: &ConnectionInfo, now: SystemTime) -> TxState {
+        let program = waf.program;
+        let config = &program.config;
+        let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let serial = program.next_serial();
+        let data = TxData {
+            remote_addr: conn.client.ip().to_string().into_bytes(),
+            remote_port: conn.client.port().to_string().into_bytes(),
+            server_addr: conn.server.ip().to_string().into_bytes(),
+            server_port: conn.server.port().to_string().into_bytes(),
+            unique_id: format!("{:x}{:06x}", since.as_micros(), serial & 0xff_ffff).into_bytes(),
+            epoch_secs: since.as_secs(),
+            epoch_micros: since.as_micros() as u64,
+            highest_severity: 255,
+            web_app_id: config.web_app_id.clone().into_bytes(),
+            ..TxData::default()
+        };
+        TxState {
+            mode: config.engine_mode,
+            request_body_access: config.request_body_access,
+            request_body_limit: config.request_body_limit,
+            response_body_access: config.response_body_access,
+            response_body_limit: config.response_body_limit,
+            data,
+            program,
+            cache: TransformCache::default(),
+            stage: Stage::ExpectRequestHeaders,
+            body_processor: None,
+            force_request_body_variable: false,
+            audit_engine: true,
+            removed_rules: Vec::new(),
+            removed_targets: Vec::new(),
+            allow: None,
+            intervention: None,
+            would_intervene: None,
+            matched: Vec::new(),
+            request_body_over_limit: false,
+            response_body_over_limit: false,
+        }
     }
-    pub(crate) fn request_headers(&mut self, _head: &RequestHead<'_>) -> Verdict {
-        Verdict::Continue
+
+    fn stopped(&self) -> Option<Verdict> {
+        self.intervention.clone().map(Verdict::Intervene)
     }
+
+    pub(crate) fn request_headers(&mut self, head: &RequestHead<'_>) -> Verdict {
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        if self.stage != Stage::ExpectRequestHeaders {
+            return Verdict::Continue;
+        }
+        self.stage = Stage::ExpectRequestBody;
+        request::set_request_line(&mut self.data, head.method, head.uri, head.version);
+        let separator = self.program.config.argument_separator;
+        let limit = self.program.config.arguments_limit;
+        self.data.request_headers = head
+            .headers
+            .iter()
+            .map(|(k, v)| Pair::new(*k, *v))
+            .collect();
+        let mut pairs = Vec::new();
+        for (k, v) in head.headers {
+            if k.eq_ignore_ascii_case(b"cookie") {
+                body::cookie::parse(v, &mut pairs);
+            }
+        }
+        self.data.cookies = pairs.drain(..).map(|(k, v)| Pair::new(k, v)).collect();
+        let outcome =
+            body::urlencoded::parse(&self.data.query_string, separator, limit, &mut pairs);
+        self.data.urlencoded_error |= outcome.invalid_encoding;
+        self.data.args_get = pairs.into_iter().map(|(k, v)| Pair::new(k, v)).collect();
+        self.run_phase(1)
+    }
+
     pub(crate) fn wants_request_body(&self) -> bool {
-        true
+        self.mode != EngineMode::Off && self.request_body_access && self.intervention.is_none()
     }
-    pub(crate) fn request_body(&mut self, _chunk: &[u8]) -> Verdict {
-        Verdict::Continue
+
+    pub(crate) fn request_body(&mut self, chunk: &[u8]) -> Verdict {
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        if self.stage != Stage::ExpectRequestBody {
+            return Verdict::Continue;
+        }
+        self.data.request_body_length += chunk.len();
+        if !self.wants_request_body() || self.request_body_over_limit {
+            return Verdict::Continue;
+        }
+        let room = self
+            .request_body_limit
+            .saturating_sub(self.data.request_body.len());
+        if chunk.len() <= room {
+            self.data.request_body.extend_from_slice(chunk);
+            return Verdict::Continue;
+        }
+        self.data.request_body.extend_from_slice(&chunk[..room]);
+        self.request_body_over_limit = true;
+        self.data.inbound_data_error = true;
+        match self.program.config.request_body_limit_action {
+            LimitAction::ProcessPartial => Verdict::Continue,
+            LimitAction::Reject => {
+                self.limit_intervention(413, "request body is larger than the limit")
+            }
+        }
     }
+
+    fn limit_intervention(&mut self, status: u16, message: &str) -> Verdict {
+        let iv = Intervention {
+            status,
+            action: DisruptiveAction::Deny,
+            rule_id: 0,
+            message: Some(message.to_string()),
+        };
+        match self.mode {
+            EngineMode::On => {
+                self.intervention = Some(iv.clone());
+                Verdict::Intervene(iv)
+            }
+            _ => {
+                self.would_intervene.get_or_insert(iv);
+                Verdict::Continue
+            }
+        }
+    }
+
     pub(crate) fn request_end(&mut self) -> Verdict {
-        Verdict::Continue
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        if self.stage > Stage::ExpectRequestBody {
+            return Verdict::Continue;
+        }
+        if self.stage == Stage::ExpectRequestHeaders {
+            // The host skipped phase 1; run it on an empty request rather than not at all.
+            let head = RequestHead::new(b"", b"", b"", &[]);
+            if let Verdict::Intervene(i) = self.request_headers(&head) {
+                return Verdict::Intervene(i);
+            }
+        }
+        self.stage = Stage::ExpectResponseHeaders;
+        if self.wants_request_body() {
+            self.process_request_body();
+        }
+        self.run_phase(2)
     }
-    pub(crate) fn response_headers(&mut self, _head: &ResponseHead<'_>) -> Verdict {
-        Verdict::Continue
+
+    fn header(&self, name: &[u8]) -> Option<&[u8]> {
+        self.data
+            .request_headers
+            .iter()
+            .find(|p| p.key.eq_ignore_ascii_case(name))
+            .map(|p| p.value.as_slice())
     }
+
+    fn process_request_body(&mut self) {
+        let content_type = self
+            .header(b"content-type")
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
+        let mime = mime_of(&content_type);
+        let processor = self.body_processor.or(match mime.as_slice() {
+            b"application/x-www-form-urlencoded" => Some(BodyProcessor::Urlencoded),
+            b"multipart/form-data" => Some(BodyProcessor::Multipart),
+            _ => None,
+        });
+        self.data.body_processor = processor;
+        let config = &self.program.config;
+        let body = std::mem::take(&mut self.data.request_body);
+        if processor != Some(BodyProcessor::Multipart)
+            && body.len() > config.request_body_no_files_limit
+        {
+            self.data.inbound_data_error = true;
+        }
+        if !body.is_empty() {
+            match processor {
+                Some(BodyProcessor::Urlencoded) => {
+                    let mut pairs = Vec::new();
+                    let outcome = body::urlencoded::parse(
+                        &body,
+                        config.argument_separator,
+                        config.arguments_limit,
+                        &mut pairs,
+                    );
+                    self.data.urlencoded_error |= outcome.invalid_encoding;
+                    self.data
+                        .args_post
+                        .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
+                }
+                Some(BodyProcessor::Json) => {
+                    let mut pairs = Vec::new();
+                    let result = body::json::parse(
+                        &body,
+                        config.json_depth_limit,
+                        config.arguments_limit,
+                        &mut pairs,
+                    );
+                    self.data
+                        .args_post
+                        .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
+                    if let Err(msg) = result {
+                        self.set_body_error(msg);
+                    }
+                }
+                Some(BodyProcessor::Xml) => {
+                    match body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT) {
+                        Ok(xml) => {
+                            self.data.xml_text = xml.text;
+                            self.data.xml_attrs = xml.attributes;
+                        }
+                        Err(msg) => self.set_body_error(msg),
+                    }
+                }
+                Some(BodyProcessor::Multipart) => {
+                    let limits = body::multipart::MultipartLimits {
+                        max_parts: crate::limits::DEFAULT_MULTIPART_PART_LIMIT,
+                        max_args: config.arguments_limit,
+                    };
+                    let mp = body::multipart::parse(&content_type, &body, &limits);
+                    self.data
+                        .args_post
+                        .extend(mp.args.into_iter().map(|(k, v)| Pair::new(k, v)));
+                    self.data.files = mp
+                        .files
+                        .iter()
+                        .map(|f| FileInfo {
+                            field: f.field_name.clone(),
+                            filename: f.filename.clone(),
+                            size: f.size,
+                        })
+                        .collect();
+                    self.data.part_headers = mp
+                        .part_headers
+                        .into_iter()
+                        .map(|(k, v)| Pair::new(k, v))
+                        .collect();
+                    self.data.multipart_names = mp.names;
+                    self.data.multipart_filenames = mp.filenames;
+                    let fl = &mp.flags;
+                    self.data.multipart = data::MultipartFlags {
+                        boundary_quoted: fl.boundary_quoted,
+                        boundary_whitespace: fl.boundary_whitespace,
+                        crlf_lf_lines: fl.crlf_lf_lines,
+                        data_after: fl.data_after,
+                        data_before: fl.data_before,
+                        file_limit_exceeded: fl.file_limit_exceeded,
+                        header_folding: fl.header_folding,
+                        invalid_header_folding: fl.invalid_header_folding,
+                        invalid_part: fl.invalid_part,
+                        invalid_quoting: fl.invalid_quoting,
+                        lf_line: fl.lf_line,
+                        missing_semicolon: fl.missing_semicolon,
+                        unmatched_boundary: fl.unmatched_boundary,
+                        strict_error: mp.strict_error,
+                    };
+                    if let Some(msg) = mp.error {
+                        self.set_body_error(msg);
+                    }
+                }
+                None => {}
+            }
+        }
+        self.data.request_body_visible =
+            self.force_request_body_variable || processor == Some(BodyProcessor::Urlencoded);
+        self.data.request_body = body;
+    }
+
+    fn set_body_error(&mut self, msg: String) {
+        self.data.reqbody_error = true;
+        self.data.reqbody_error_msg = msg.into_bytes();
+    }
+
+    pub(crate) fn response_headers(&mut self, head: &ResponseHead<'_>) -> Verdict {
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        if self.stage < Stage::ExpectResponseHeaders {
+            if let Verdict::Intervene(i) = self.request_end() {
+                return Verdict::Intervene(i);
+            }
+        }
+        if self.stage != Stage::ExpectResponseHeaders {
+            return Verdict::Continue;
+        }
+        self.stage = Stage::ExpectResponseBody;
+        self.data.response_status = head.status.to_string().into_bytes();
+        self.data.response_protocol = head.version.to_vec();
+        self.data.response_headers = head
+            .headers
+            .iter()
+            .map(|(k, v)| Pair::new(*k, *v))
+            .collect();
+        for (k, v) in head.headers {
+            if k.eq_ignore_ascii_case(b"content-type") {
+                self.data.response_content_type = v.to_vec();
+            } else if k.eq_ignore_ascii_case(b"content-length") {
+                self.data.response_content_length = v.to_vec();
+            }
+        }
+        self.run_phase(3)
+    }
+
     pub(crate) fn wants_response_body(&self) -> bool {
-        true
+        if self.mode == EngineMode::Off || !self.response_body_access || self.intervention.is_some()
+        {
+            return false;
+        }
+        let mime = mime_of(&self.data.response_content_type);
+        self.program
+            .config
+            .response_body_mime_types
+            .iter()
+            .any(|m| *m == mime)
     }
-    pub(crate) fn response_body(&mut self, _chunk: &[u8]) -> Verdict {
-        Verdict::Continue
+
+    pub(crate) fn response_body(&mut self, chunk: &[u8]) -> Verdict {
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        if self.stage != Stage::ExpectResponseBody
+            || !self.wants_response_body()
+            || self.response_body_over_limit
+        {
+            return Verdict::Continue;
+        }
+        let room = self
+            .response_body_limit
+            .saturating_sub(self.data.response_body.len());
+        if chunk.len() <= room {
+            self.data.response_body.extend_from_slice(chunk);
+            return Verdict::Continue;
+        }
+        self.data.response_body.extend_from_slice(&chunk[..room]);
+        self.response_body_over_limit = true;
+        self.data.outbound_data_error = true;
+        match self.program.config.response_body_limit_action {
+            LimitAction::ProcessPartial => Verdict::Continue,
+            LimitAction::Reject => {
+                self.limit_intervention(500, "response body is larger than the limit")
+            }
+        }
     }
+
     pub(crate) fn response_end(&mut self) -> Verdict {
-        Verdict::Continue
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        if self.stage < Stage::ExpectResponseBody {
+            let head = ResponseHead::new(200, b"HTTP/1.1", &[]);
+            if let Verdict::Intervene(i) = self.response_headers(&head) {
+                return Verdict::Intervene(i);
+            }
+        }
+        if self.stage != Stage::ExpectResponseBody {
+            return Verdict::Continue;
+        }
+        self.stage = Stage::Finished;
+        self.run_phase(4)
     }
-    pub(crate) fn finish(self) -> Report {
-        Report::default()
+
+    pub(crate) fn finish(mut self) -> Report {
+        // Phase 5 always runs, even after an intervention (ModSecurity's logging phase).
+        let _ = self.run_phase_inner(5);
+        self.persist_collections();
+        let tx_num = |name: &[u8]| {
+            self.data
+                .tx
+                .get(name)
+                .map_or(0, |v| crate::actions::setvar::parse_int(v))
+        };
+        Report {
+            unique_id: String::from_utf8_lossy(&self.data.unique_id).into_owned(),
+            inbound_anomaly_score: tx_num(b"blocking_inbound_anomaly_score")
+                .max(tx_num(b"inbound_anomaly_score")),
+            outbound_anomaly_score: tx_num(b"blocking_outbound_anomaly_score")
+                .max(tx_num(b"outbound_anomaly_score")),
+            matched_rules: std::mem::take(&mut self.matched),
+            intervention: self.intervention.take(),
+            would_intervene: self.would_intervene.take(),
+        }
     }
+
+    fn persist_collections(&mut self) {
+        let now = self.data.epoch_secs;
+        let timeout = self.program.config.collection_timeout_secs;
+        for (col, (key, rec)) in std::mem::take(&mut self.data.collections) {
+            self.program.store.save(col, key, rec, now, timeout);
+        }
+    }
+
+    fn run_phase(&mut self, phase: u8) -> Verdict {
+        if let Some(v) = self.stopped() {
+            return v;
+        }
+        self.run_phase_inner(phase)
+    }
+}
+
+/// The MIME type of a Content-Type value: before `;`, trimmed, lower-cased.
+fn mime_of(content_type: &[u8]) -> Vec<u8> {
+    let end = content_type
+        .iter()
+        .position(|&b| b == b';')
+        .unwrap_or(content_type.len());
+    content_type[..end].trim_ascii().to_ascii_lowercase()
+}
+
+/// Temporary: used by the body stubs.
+pub(crate) fn percent_decode_for_stub(s: &[u8]) -> Vec<u8> {
+    request::percent_decode(s).into_owned()
 }

@@ -22,6 +22,18 @@ macro_rules! variables {
                 None
             }
 
+            /// Whether the variable holds keyed values (`ARGS:name`) rather than one value.
+            pub(crate) fn is_collection(self) -> bool {
+                use Variable::*;
+                matches!(self,
+                    Args | ArgsGet | ArgsPost | ArgsNames | ArgsGetNames | ArgsPostNames
+                    | RequestHeaders | RequestHeadersNames | RequestCookies | RequestCookiesNames
+                    | ResponseHeaders | ResponseHeadersNames | Files | FilesNames | FilesSizes
+                    | FilesTmpNames | FilesTmpContent | MultipartPartHeaders | MultipartFilename
+                    | MultipartName | Tx | Ip | Global | Session | User | Resource | Env | Geo
+                    | Rule | MatchedVars | MatchedVarsNames | Xml)
+            }
+
             /// The canonical (upper-case) name.
             pub(crate) fn name(self) -> &'static str {
                 match self { $( Variable::$variant => $name, )* }
@@ -132,4 +144,45 @@ variables! {
     UserId => "USERID",
     WebAppId => "WEBAPPID",
     Xml => "XML",
+}
+
+/// Which keys of a collection a target or exclusion selects.
+#[derive(Clone, Debug)]
+pub(crate) enum Selector {
+    /// Every key.
+    All,
+    /// One key, compared ignoring ASCII case (stored lower-cased).
+    Key(Vec<u8>),
+    /// Keys matching a regular expression (`/.../`), matched ignoring case.
+    Regex(regex::bytes::Regex),
+}
+
+impl Selector {
+    /// Builds a key selector from `NAME:key` text: `/re/` is a regex, anything else a key.
+    pub(crate) fn parse(key: &str) -> Result<Selector, String> {
+        if key.len() >= 2 && key.starts_with('/') && key.ends_with('/') {
+            Selector::regex(&key[1..key.len() - 1])
+        } else {
+            Ok(Selector::Key(key.as_bytes().to_ascii_lowercase()))
+        }
+    }
+
+    /// A regex selector.
+    pub(crate) fn regex(pattern: &str) -> Result<Selector, String> {
+        regex::bytes::RegexBuilder::new(pattern)
+            .case_insensitive(true)
+            .unicode(false)
+            .build()
+            .map(Selector::Regex)
+            .map_err(|e| format!("invalid key regex /{pattern}/: {e}"))
+    }
+
+    /// Whether `key` is selected.
+    pub(crate) fn matches(&self, key: &[u8]) -> bool {
+        match self {
+            Selector::All => true,
+            Selector::Key(k) => k.eq_ignore_ascii_case(key),
+            Selector::Regex(re) => re.is_match(key),
+        }
+    }
 }

@@ -1,0 +1,190 @@
+//! Engine settings from `Sec*` directives.
+
+use crate::actions::ctl::{parse_engine_mode, BodyProcessor};
+use crate::error::{Error, ErrorKind, Warning};
+use crate::limits;
+use crate::seclang::Span;
+use crate::waf::EngineMode;
+
+/// What to do with a body over its limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LimitAction {
+    /// Answer 413 (request) or 500 (response).
+    Reject,
+    /// Inspect the prefix, pass the rest.
+    ProcessPartial,
+}
+
+/// Engine settings, with ModSecurity's defaults.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) engine_mode: EngineMode,
+    pub(crate) request_body_access: bool,
+    pub(crate) request_body_limit: usize,
+    pub(crate) request_body_no_files_limit: usize,
+    pub(crate) request_body_limit_action: LimitAction,
+    pub(crate) response_body_access: bool,
+    pub(crate) response_body_limit: usize,
+    pub(crate) response_body_limit_action: LimitAction,
+    /// Lower-cased MIME types whose responses are inspected.
+    pub(crate) response_body_mime_types: Vec<Vec<u8>>,
+    pub(crate) json_depth_limit: usize,
+    pub(crate) arguments_limit: usize,
+    pub(crate) argument_separator: u8,
+    pub(crate) component_signatures: Vec<String>,
+    pub(crate) web_app_id: String,
+    pub(crate) collection_timeout_secs: u64,
+    /// Default body processor when no rule picks one (none: by Content-Type).
+    #[allow(dead_code)] // set by future directives; kept for symmetry with ctl
+    pub(crate) default_body_processor: Option<BodyProcessor>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            engine_mode: EngineMode::Off,
+            request_body_access: false,
+            request_body_limit: limits::DEFAULT_REQUEST_BODY_LIMIT,
+            request_body_no_files_limit: limits::DEFAULT_REQUEST_BODY_NO_FILES_LIMIT,
+            request_body_limit_action: LimitAction::Reject,
+            response_body_access: false,
+            response_body_limit: limits::DEFAULT_RESPONSE_BODY_LIMIT,
+            response_body_limit_action: LimitAction::ProcessPartial,
+            response_body_mime_types: vec![b"text/plain".to_vec(), b"text/html".to_vec()],
+            json_depth_limit: limits::DEFAULT_JSON_DEPTH_LIMIT,
+            arguments_limit: limits::DEFAULT_ARGUMENTS_LIMIT,
+            argument_separator: b'&',
+            component_signatures: Vec::new(),
+            web_app_id: "default".to_string(),
+            collection_timeout_secs: 3600,
+            default_body_processor: None,
+        }
+    }
+}
+
+/// Directives accepted for compatibility that change nothing in a sans-IO core; each gives
+/// a load warning saying so.
+const NO_EFFECT: &[&str] = &[
+    "secrequestbodyinmemorylimit",
+    "secdatadir",
+    "sectmpdir",
+    "secuploaddir",
+    "secuploadkeepfiles",
+    "secuploadfilemode",
+    "secauditengine",
+    "secauditlog",
+    "secauditlog2",
+    "secauditlogparts",
+    "secauditlogrelevantstatus",
+    "secauditlogtype",
+    "secauditlogformat",
+    "secauditlogstoragedir",
+    "secauditlogdirmode",
+    "secauditlogfilemode",
+    "secdebuglog",
+    "secdebugloglevel",
+    "secrxprefilter",
+    "secpcrematchlimit",
+    "secpcrematchlimitrecursion",
+    "secstatusengine",
+    "secserversignature",
+    "sectmpsaveuploadedfiles",
+    "secunicodemapfile",
+    "secxmlexternalentity",
+    "seccookieformat",
+];
+
+impl Config {
+    /// Applies one `Setting` directive. Unknown directives are errors.
+    pub(crate) fn apply(
+        &mut self,
+        name: &str,
+        args: &[String],
+        span: &Span,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<(), Error> {
+        let invalid = |msg: String| Error::new(ErrorKind::Invalid, Some(span), msg);
+        let one = || -> Result<&str, Error> {
+            match args {
+                [a] => Ok(a.as_str()),
+                _ => Err(invalid(format!(
+                    "{name} takes one argument, got {}",
+                    args.len()
+                ))),
+            }
+        };
+        let on_off = || -> Result<bool, Error> {
+            match one()?.to_ascii_lowercase().as_str() {
+                "on" => Ok(true),
+                "off" => Ok(false),
+                other => Err(invalid(format!("{name} must be On or Off, got {other:?}"))),
+            }
+        };
+        let size = || -> Result<usize, Error> {
+            let a = one()?;
+            a.parse()
+                .map_err(|_| invalid(format!("{name} needs a size in bytes, got {a:?}")))
+        };
+        let limit_action = || -> Result<LimitAction, Error> {
+            match one()?.to_ascii_lowercase().as_str() {
+                "reject" => Ok(LimitAction::Reject),
+                "processpartial" => Ok(LimitAction::ProcessPartial),
+                other => Err(invalid(format!(
+                    "{name} must be Reject or ProcessPartial, got {other:?}"
+                ))),
+            }
+        };
+        let lower = name.to_ascii_lowercase();
+        match lower.as_str() {
+            "secruleengine" => {
+                self.engine_mode = parse_engine_mode(one()?).map_err(invalid)?;
+            }
+            "secrequestbodyaccess" => self.request_body_access = on_off()?,
+            "secrequestbodylimit" => self.request_body_limit = size()?,
+            "secrequestbodynofileslimit" => self.request_body_no_files_limit = size()?,
+            "secrequestbodylimitaction" => self.request_body_limit_action = limit_action()?,
+            "secresponsebodyaccess" => self.response_body_access = on_off()?,
+            "secresponsebodylimit" => self.response_body_limit = size()?,
+            "secresponsebodylimitaction" => self.response_body_limit_action = limit_action()?,
+            "secresponsebodymimetype" => {
+                self.response_body_mime_types = args
+                    .iter()
+                    .flat_map(|a| a.split_whitespace())
+                    .map(|a| a.as_bytes().to_ascii_lowercase())
+                    .collect();
+            }
+            "secresponsebodymimetypesclear" => self.response_body_mime_types.clear(),
+            "secrequestbodyjsondepthlimit" => self.json_depth_limit = size()?,
+            "secargumentslimit" => self.arguments_limit = size()?,
+            "secargumentseparator" => {
+                let a = one()?;
+                match a.as_bytes() {
+                    [c] => self.argument_separator = *c,
+                    _ => return Err(invalid(format!("{name} takes one character, got {a:?}"))),
+                }
+            }
+            "seccomponentsignature" => self.component_signatures.push(args.join(" ")),
+            "secwebappid" => self.web_app_id = one()?.to_string(),
+            "seccollectiontimeout" => {
+                let a = one()?;
+                self.collection_timeout_secs = a
+                    .parse()
+                    .map_err(|_| invalid(format!("{name} needs seconds, got {a:?}")))?;
+            }
+            _ if NO_EFFECT.contains(&lower.as_str()) => {
+                warnings.push(Warning {
+                    location: Some(crate::error::Location::from_span(span)),
+                    message: format!("{name} has no effect in this engine and is ignored"),
+                });
+            }
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    Some(span),
+                    format!("unknown or unsupported directive {name}"),
+                ))
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,91 @@
+//! Compiled rules and their targets.
+
+use crate::actions::{Disruptive, Effect};
+use crate::macros::MacroString;
+use crate::operators::Operator;
+use crate::report::Severity;
+use crate::seclang::Span;
+use crate::transformations::Transformation;
+use crate::variables::{Selector, Variable};
+
+/// One compiled rule: a chain starter, a chained rule or a `SecAction`.
+#[derive(Debug)]
+pub(crate) struct Rule {
+    /// Rule id; 0 for chained rules.
+    pub(crate) id: u64,
+    /// Phase 1..=5.
+    pub(crate) phase: u8,
+    /// Where it is defined.
+    pub(crate) span: Span,
+    /// What it inspects.
+    pub(crate) targets: Vec<Target>,
+    /// `!VAR:key` exclusions, from the rule and from `SecRuleUpdateTargetBy*`.
+    pub(crate) exclusions: Vec<(Variable, Selector)>,
+    /// The operator; `None` for `SecAction` (always matches).
+    pub(crate) operator: Option<RuleOperator>,
+    /// Transformations, after `t:none` and default actions are resolved.
+    pub(crate) transformations: Vec<Transformation>,
+    /// `prefix_ids[i]` identifies `transformations[..=i]` for the per-transaction cache.
+    pub(crate) prefix_ids: Vec<u32>,
+    /// Metadata used in reports and macros.
+    pub(crate) meta: Metadata,
+    /// The disruptive action, with `block` resolved against `SecDefaultAction`.
+    pub(crate) disruptive: Disruptive,
+    /// Status for `deny` (`status:N`, or the default action's, or 403).
+    pub(crate) status: u16,
+    /// `log` / `nolog`.
+    pub(crate) log: bool,
+    /// `auditlog` / `noauditlog`.
+    pub(crate) auditlog: bool,
+    /// `capture`.
+    pub(crate) capture: bool,
+    /// `multiMatch`.
+    pub(crate) multi_match: bool,
+    /// `skipAfter:MARKER`, resolved to a step index in the rule's phase by the compiler
+    /// (`usize::MAX` when the marker does not follow: skip the rest of the phase).
+    pub(crate) skip_after: Option<(String, usize)>,
+    /// `skip:N`.
+    pub(crate) skip: u32,
+    /// Per-match effects in written order.
+    pub(crate) effects: Vec<Effect>,
+    /// The chained rule, if `chain`.
+    pub(crate) chain: Option<Box<Rule>>,
+}
+
+/// Report metadata of a rule.
+#[derive(Debug, Default)]
+pub(crate) struct Metadata {
+    pub(crate) msg: Option<MacroString>,
+    pub(crate) logdata: Option<MacroString>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) severity: Option<Severity>,
+    pub(crate) ver: Option<String>,
+    pub(crate) rev: Option<String>,
+    pub(crate) maturity: Option<u8>,
+    pub(crate) accuracy: Option<u8>,
+}
+
+/// An operator with its negation and text (for logs).
+#[derive(Debug)]
+pub(crate) struct RuleOperator {
+    pub(crate) operator: Operator,
+    pub(crate) negated: bool,
+    pub(crate) name: String,
+    pub(crate) argument: String,
+}
+
+/// One thing a rule inspects.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub(crate) variable: Variable,
+    pub(crate) selector: Selector,
+    /// `&VAR`: the number of values.
+    pub(crate) count: bool,
+}
+
+impl Rule {
+    /// Whether any rule in the chain has this tag (tags live on the chain starter).
+    pub(crate) fn has_tag(&self, tag: &str) -> bool {
+        self.meta.tags.iter().any(|t| t == tag)
+    }
+}

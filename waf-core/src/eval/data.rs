@@ -1,0 +1,667 @@
+//! What a transaction knows: request and response data, `TX`, matched variables, and how
+//! a target (`ARGS:foo`, `&REQUEST_HEADERS`, `TX:/^score/`) turns into values.
+//!
+//! Values are visited in place through a callback, never collected into a vector, so a
+//! benign request allocates nothing here. Each request-derived value carries a stable
+//! [`ValueKey`] (source and index) so the transformation cache can recognise it.
+
+use std::collections::HashMap;
+
+use crate::actions::ctl::BodyProcessor;
+use crate::actions::CollectionName;
+use crate::eval::store::Record;
+use crate::macros::MacroExpander;
+use crate::variables::{Selector, Variable};
+
+/// A name/value pair with the name as sent.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pair {
+    pub(crate) key: Vec<u8>,
+    pub(crate) value: Vec<u8>,
+}
+
+impl Pair {
+    pub(crate) fn new(key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Pair {
+        Pair {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// An uploaded file part.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileInfo {
+    pub(crate) field: Vec<u8>,
+    pub(crate) filename: Vec<u8>,
+    pub(crate) size: usize,
+}
+
+/// Identity of a request-derived value for the transformation cache: `(source << 32) | index`.
+pub(crate) type ValueKey = u64;
+
+/// Sources of cacheable values (the high half of a [`ValueKey`]).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Source {
+    ArgGetValue = 1,
+    ArgGetName,
+    ArgPostValue,
+    ArgPostName,
+    HeaderValue,
+    HeaderName,
+    CookieValue,
+    CookieName,
+    Single,
+    FileName,
+    FileField,
+    PartHeader,
+    XmlText,
+    XmlAttr,
+    RespHeaderValue,
+    RespHeaderName,
+}
+
+fn key_of(source: Source, index: usize) -> Option<ValueKey> {
+    Some(((source as u64) << 32) | (index as u64 & 0xffff_ffff))
+}
+
+/// Multipart strict-validation flags, in `MULTIPART_*` order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MultipartFlags {
+    pub(crate) boundary_quoted: bool,
+    pub(crate) boundary_whitespace: bool,
+    pub(crate) crlf_lf_lines: bool,
+    pub(crate) data_after: bool,
+    pub(crate) data_before: bool,
+    pub(crate) file_limit_exceeded: bool,
+    pub(crate) header_folding: bool,
+    pub(crate) invalid_header_folding: bool,
+    pub(crate) invalid_part: bool,
+    pub(crate) invalid_quoting: bool,
+    pub(crate) lf_line: bool,
+    pub(crate) missing_semicolon: bool,
+    pub(crate) unmatched_boundary: bool,
+    pub(crate) strict_error: bool,
+}
+
+/// Everything rules can read in a transaction.
+#[derive(Debug, Default)]
+pub(crate) struct TxData {
+    pub(crate) remote_addr: Vec<u8>,
+    pub(crate) remote_port: Vec<u8>,
+    pub(crate) server_addr: Vec<u8>,
+    pub(crate) server_port: Vec<u8>,
+    pub(crate) unique_id: Vec<u8>,
+    /// Request time, seconds and microseconds since the epoch.
+    pub(crate) epoch_secs: u64,
+    pub(crate) epoch_micros: u64,
+
+    pub(crate) method: Vec<u8>,
+    pub(crate) protocol: Vec<u8>,
+    pub(crate) uri_raw: Vec<u8>,
+    pub(crate) uri: Vec<u8>,
+    pub(crate) filename: Vec<u8>,
+    pub(crate) basename: Vec<u8>,
+    pub(crate) query_string: Vec<u8>,
+    pub(crate) request_line: Vec<u8>,
+    pub(crate) request_headers: Vec<Pair>,
+    pub(crate) cookies: Vec<Pair>,
+    pub(crate) args_get: Vec<Pair>,
+    pub(crate) args_post: Vec<Pair>,
+    pub(crate) urlencoded_error: bool,
+
+    pub(crate) request_body: Vec<u8>,
+    /// Whether REQUEST_BODY exposes the body (URLENCODED or forced).
+    pub(crate) request_body_visible: bool,
+    pub(crate) request_body_length: usize,
+    pub(crate) body_processor: Option<BodyProcessor>,
+    pub(crate) reqbody_error: bool,
+    pub(crate) reqbody_error_msg: Vec<u8>,
+    pub(crate) files: Vec<FileInfo>,
+    pub(crate) part_headers: Vec<Pair>,
+    pub(crate) multipart_names: Vec<Vec<u8>>,
+    pub(crate) multipart_filenames: Vec<Vec<u8>>,
+    pub(crate) multipart: MultipartFlags,
+    pub(crate) xml_text: Vec<Vec<u8>>,
+    pub(crate) xml_attrs: Vec<Vec<u8>>,
+
+    pub(crate) response_status: Vec<u8>,
+    pub(crate) response_protocol: Vec<u8>,
+    pub(crate) response_headers: Vec<Pair>,
+    pub(crate) response_body: Vec<u8>,
+    pub(crate) response_content_type: Vec<u8>,
+    pub(crate) response_content_length: Vec<u8>,
+    pub(crate) outbound_data_error: bool,
+    pub(crate) inbound_data_error: bool,
+
+    /// `TX`, keys lower-cased.
+    pub(crate) tx: HashMap<Vec<u8>, Vec<u8>>,
+    /// Persistent collections loaded by `initcol`: (record key, record).
+    pub(crate) collections: HashMap<CollectionName, (Vec<u8>, Record)>,
+    /// `ENV`, keys lower-cased.
+    pub(crate) env: HashMap<Vec<u8>, Vec<u8>>,
+
+    pub(crate) matched_var: Vec<u8>,
+    pub(crate) matched_var_name: Vec<u8>,
+    /// `MATCHED_VARS`: key = variable name (`ARGS:foo`), value = matched value.
+    pub(crate) matched_vars: Vec<Pair>,
+    pub(crate) highest_severity: u8,
+    pub(crate) rule_id: u64,
+    pub(crate) duration_micros: u64,
+    pub(crate) web_app_id: Vec<u8>,
+}
+
+/// How a visited value is named, for `MATCHED_VAR_NAME`.
+#[derive(Clone, Copy)]
+pub(crate) struct VarName<'a> {
+    pub(crate) variable: Variable,
+    pub(crate) key: Option<&'a [u8]>,
+}
+
+impl VarName<'_> {
+    pub(crate) fn render(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.variable.name().as_bytes());
+        if let Some(k) = self.key {
+            out.push(b':');
+            out.extend_from_slice(k);
+        }
+    }
+}
+
+/// Formats a number into a small stack buffer.
+pub(crate) struct Num {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl Num {
+    pub(crate) fn new(n: i128) -> Num {
+        let mut buf = [0u8; 24];
+        let mut tmp = [0u8; 24];
+        let neg = n < 0;
+        let mut v = n.unsigned_abs();
+        let mut i = 0;
+        loop {
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            i += 1;
+            if v == 0 || i >= 23 {
+                break;
+            }
+        }
+        let mut len = 0;
+        if neg {
+            buf[0] = b'-';
+            len = 1;
+        }
+        while i > 0 {
+            i -= 1;
+            buf[len] = tmp[i];
+            len += 1;
+        }
+        Num { buf, len }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Callback for visited values: cache key (None when not cacheable), name, value.
+pub(crate) type Visit<'v> = dyn FnMut(Option<ValueKey>, VarName<'_>, &[u8]) + 'v;
+
+impl TxData {
+    /// Calls `f` for every value of `variable` selected by `selector` and not rejected by
+    /// `excluded(key)`.
+    pub(crate) fn visit(
+        &self,
+        variable: Variable,
+        selector: &Selector,
+        excluded: &dyn Fn(&[u8]) -> bool,
+        f: &mut Visit<'_>,
+    ) {
+        use Variable as V;
+        let pairs = |list: &[Pair], vs: Source, f: &mut Visit<'_>| {
+            for (i, p) in list.iter().enumerate() {
+                if selector.matches(&p.key) && !excluded(&p.key) {
+                    f(
+                        key_of(vs, i),
+                        VarName {
+                            variable,
+                            key: Some(&p.key),
+                        },
+                        &p.value,
+                    );
+                }
+            }
+        };
+        let names = |list: &[Pair], ns: Source, f: &mut Visit<'_>| {
+            for (i, p) in list.iter().enumerate() {
+                if selector.matches(&p.key) && !excluded(&p.key) {
+                    f(
+                        key_of(ns, i),
+                        VarName {
+                            variable,
+                            key: Some(&p.key),
+                        },
+                        &p.key,
+                    );
+                }
+            }
+        };
+        let single = |value: &[u8], f: &mut Visit<'_>| {
+            f(
+                key_of(Source::Single, variable as usize),
+                VarName {
+                    variable,
+                    key: None,
+                },
+                value,
+            )
+        };
+        let number = |n: i128, f: &mut Visit<'_>| {
+            f(
+                None,
+                VarName {
+                    variable,
+                    key: None,
+                },
+                Num::new(n).as_bytes(),
+            )
+        };
+        let flag = |b: bool, f: &mut Visit<'_>| number(i128::from(b), f);
+        let list = |items: &[Vec<u8>], src: Source, f: &mut Visit<'_>| {
+            for (i, v) in items.iter().enumerate() {
+                if selector.matches(v) && !excluded(v) {
+                    f(
+                        key_of(src, i),
+                        VarName {
+                            variable,
+                            key: Some(v),
+                        },
+                        v,
+                    );
+                }
+            }
+        };
+        let map = |m: &HashMap<Vec<u8>, Vec<u8>>, f: &mut Visit<'_>| match selector {
+            Selector::Key(k) => {
+                if let Some(v) = m.get(k) {
+                    if !excluded(k) {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(k),
+                            },
+                            v,
+                        );
+                    }
+                }
+            }
+            _ => {
+                let mut keys: Vec<&Vec<u8>> = m
+                    .keys()
+                    .filter(|k| selector.matches(k) && !excluded(k))
+                    .collect();
+                keys.sort();
+                for k in keys {
+                    f(
+                        None,
+                        VarName {
+                            variable,
+                            key: Some(k),
+                        },
+                        &m[k],
+                    );
+                }
+            }
+        };
+        match variable {
+            V::Args => {
+                pairs(&self.args_get, Source::ArgGetValue, f);
+                pairs(&self.args_post, Source::ArgPostValue, f);
+            }
+            V::ArgsGet => pairs(&self.args_get, Source::ArgGetValue, f),
+            V::ArgsPost => pairs(&self.args_post, Source::ArgPostValue, f),
+            V::ArgsNames => {
+                names(&self.args_get, Source::ArgGetName, f);
+                names(&self.args_post, Source::ArgPostName, f);
+            }
+            V::ArgsGetNames => names(&self.args_get, Source::ArgGetName, f),
+            V::ArgsPostNames => names(&self.args_post, Source::ArgPostName, f),
+            V::ArgsCombinedSize => {
+                let n: usize = self
+                    .args_get
+                    .iter()
+                    .chain(&self.args_post)
+                    .map(|p| p.key.len() + p.value.len())
+                    .sum();
+                number(n as i128, f)
+            }
+            V::RequestHeaders => pairs(&self.request_headers, Source::HeaderValue, f),
+            V::RequestHeadersNames => names(&self.request_headers, Source::HeaderName, f),
+            V::RequestCookies => pairs(&self.cookies, Source::CookieValue, f),
+            V::RequestCookiesNames => names(&self.cookies, Source::CookieName, f),
+            V::ResponseHeaders => pairs(&self.response_headers, Source::RespHeaderValue, f),
+            V::ResponseHeadersNames => names(&self.response_headers, Source::RespHeaderName, f),
+            V::Files => {
+                for (i, file) in self.files.iter().enumerate() {
+                    if selector.matches(&file.field) && !excluded(&file.field) {
+                        f(
+                            key_of(Source::FileName, i),
+                            VarName {
+                                variable,
+                                key: Some(&file.field),
+                            },
+                            &file.filename,
+                        );
+                    }
+                }
+            }
+            V::FilesNames => {
+                for (i, file) in self.files.iter().enumerate() {
+                    if selector.matches(&file.field) && !excluded(&file.field) {
+                        f(
+                            key_of(Source::FileField, i),
+                            VarName {
+                                variable,
+                                key: Some(&file.field),
+                            },
+                            &file.field,
+                        );
+                    }
+                }
+            }
+            V::FilesSizes => {
+                for file in &self.files {
+                    if selector.matches(&file.field) && !excluded(&file.field) {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(&file.field),
+                            },
+                            Num::new(file.size as i128).as_bytes(),
+                        );
+                    }
+                }
+            }
+            V::FilesCombinedSize => number(self.files.iter().map(|x| x.size as i128).sum(), f),
+            V::FilesTmpNames | V::FilesTmpContent => {}
+            V::MultipartPartHeaders => pairs(&self.part_headers, Source::PartHeader, f),
+            V::MultipartFilename => list(&self.multipart_filenames, Source::FileName, f),
+            V::MultipartName => list(&self.multipart_names, Source::FileField, f),
+            V::MultipartBoundaryQuoted => flag(self.multipart.boundary_quoted, f),
+            V::MultipartBoundaryWhitespace => flag(self.multipart.boundary_whitespace, f),
+            V::MultipartCrlfLfLines => flag(self.multipart.crlf_lf_lines, f),
+            V::MultipartDataAfter => flag(self.multipart.data_after, f),
+            V::MultipartDataBefore => flag(self.multipart.data_before, f),
+            V::MultipartFileLimitExceeded => flag(self.multipart.file_limit_exceeded, f),
+            V::MultipartHeaderFolding => flag(self.multipart.header_folding, f),
+            V::MultipartInvalidHeaderFolding => flag(self.multipart.invalid_header_folding, f),
+            V::MultipartInvalidPart => flag(self.multipart.invalid_part, f),
+            V::MultipartInvalidQuoting => flag(self.multipart.invalid_quoting, f),
+            V::MultipartLfLine => flag(self.multipart.lf_line, f),
+            V::MultipartMissingSemicolon => flag(self.multipart.missing_semicolon, f),
+            V::MultipartUnmatchedBoundary => flag(self.multipart.unmatched_boundary, f),
+            V::MultipartStrictError => flag(self.multipart.strict_error, f),
+            V::Xml => {
+                let attrs = matches!(selector, Selector::Key(k) if k == b"//@*");
+                let items = if attrs {
+                    &self.xml_attrs
+                } else {
+                    &self.xml_text
+                };
+                let src = if attrs {
+                    Source::XmlAttr
+                } else {
+                    Source::XmlText
+                };
+                for (i, v) in items.iter().enumerate() {
+                    f(
+                        key_of(src, i),
+                        VarName {
+                            variable,
+                            key: Some(if attrs { b"//@*" } else { b"/*" }),
+                        },
+                        v,
+                    );
+                }
+            }
+            V::Tx => map(&self.tx, f),
+            V::Env => map(&self.env, f),
+            V::Ip | V::Global | V::Session | V::User | V::Resource => {
+                let col = match variable {
+                    V::Ip => CollectionName::Ip,
+                    V::Global => CollectionName::Global,
+                    V::Session => CollectionName::Session,
+                    V::User => CollectionName::User,
+                    _ => CollectionName::Resource,
+                };
+                if let Some((_, rec)) = self.collections.get(&col) {
+                    let mut keys: Vec<&Vec<u8>> = rec
+                        .vars
+                        .keys()
+                        .filter(|k| selector.matches(k) && !excluded(k))
+                        .collect();
+                    keys.sort();
+                    for k in keys {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(k),
+                            },
+                            &rec.vars[k].0,
+                        );
+                    }
+                }
+            }
+            V::MatchedVars => {
+                for p in &self.matched_vars {
+                    if selector.matches(&p.key) && !excluded(&p.key) {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(&p.key),
+                            },
+                            &p.value,
+                        );
+                    }
+                }
+            }
+            V::MatchedVarsNames => {
+                for p in &self.matched_vars {
+                    if selector.matches(&p.key) && !excluded(&p.key) {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(&p.key),
+                            },
+                            &p.key,
+                        );
+                    }
+                }
+            }
+            V::MatchedVar => f(
+                None,
+                VarName {
+                    variable,
+                    key: None,
+                },
+                &self.matched_var,
+            ),
+            V::MatchedVarName => f(
+                None,
+                VarName {
+                    variable,
+                    key: None,
+                },
+                &self.matched_var_name,
+            ),
+            V::Rule => {
+                if selector.matches(b"id") {
+                    f(
+                        None,
+                        VarName {
+                            variable,
+                            key: Some(b"id"),
+                        },
+                        Num::new(i128::from(self.rule_id)).as_bytes(),
+                    )
+                }
+            }
+            V::Geo => {}
+            V::RemoteAddr => single(&self.remote_addr, f),
+            V::RemotePort => single(&self.remote_port, f),
+            V::RemoteHost => single(&self.remote_addr, f),
+            V::RemoteUser | V::AuthType => {}
+            V::ServerAddr => single(&self.server_addr, f),
+            V::ServerPort => single(&self.server_port, f),
+            V::ServerName => {
+                let host = self
+                    .request_headers
+                    .iter()
+                    .find(|p| p.key.eq_ignore_ascii_case(b"host"))
+                    .map(|p| p.value.as_slice())
+                    .unwrap_or(&[]);
+                let host = match host.iter().rposition(|&b| b == b':') {
+                    Some(i) if !host.contains(&b']') || host[i - 1] == b']' => &host[..i],
+                    _ => host,
+                };
+                single(host, f)
+            }
+            V::UniqueId => single(&self.unique_id, f),
+            V::RequestMethod => single(&self.method, f),
+            V::RequestProtocol => single(&self.protocol, f),
+            V::RequestUriRaw => single(&self.uri_raw, f),
+            V::RequestUri => single(&self.uri, f),
+            V::RequestFilename | V::PathInfo => single(&self.filename, f),
+            V::RequestBasename => single(&self.basename, f),
+            V::QueryString => single(&self.query_string, f),
+            V::RequestLine => single(&self.request_line, f),
+            V::RequestBody => {
+                if self.request_body_visible {
+                    single(&self.request_body, f)
+                }
+            }
+            V::RequestBodyLength => number(self.request_body_length as i128, f),
+            V::FullRequestLength => {
+                let n = self.request_line.len()
+                    + self
+                        .request_headers
+                        .iter()
+                        .map(|p| p.key.len() + p.value.len() + 4)
+                        .sum::<usize>()
+                    + self.request_body_length;
+                number(n as i128, f)
+            }
+            V::FullRequest => {}
+            V::ReqbodyProcessor => single(
+                self.body_processor
+                    .map_or(&b""[..], |p| p.name().as_bytes()),
+                f,
+            ),
+            V::ReqbodyError => flag(self.reqbody_error, f),
+            V::ReqbodyErrorMsg => single(&self.reqbody_error_msg, f),
+            V::ReqbodyProcessorError => flag(self.reqbody_error, f),
+            V::ReqbodyProcessorErrorMsg => single(&self.reqbody_error_msg, f),
+            V::UrlencodedError => flag(self.urlencoded_error, f),
+            V::InboundDataError => flag(self.inbound_data_error, f),
+            V::OutboundDataError => flag(self.outbound_data_error, f),
+            V::ResponseBody => single(&self.response_body, f),
+            V::ResponseContentLength => single(&self.response_content_length, f),
+            V::ResponseContentType => single(&self.response_content_type, f),
+            V::ResponseProtocol => single(&self.response_protocol, f),
+            V::ResponseStatus => single(&self.response_status, f),
+            V::StatusLine => {
+                let mut line = self.response_protocol.clone();
+                line.push(b' ');
+                line.extend_from_slice(&self.response_status);
+                f(
+                    None,
+                    VarName {
+                        variable,
+                        key: None,
+                    },
+                    &line,
+                )
+            }
+            V::HighestSeverity => number(i128::from(self.highest_severity), f),
+            V::Duration => number(i128::from(self.duration_micros), f),
+            V::ModsecBuild => single(b"030009000", f),
+            V::WebAppId => single(&self.web_app_id, f),
+            V::SessionId | V::UserId => {}
+            V::Time
+            | V::TimeDay
+            | V::TimeEpoch
+            | V::TimeHour
+            | V::TimeMin
+            | V::TimeMon
+            | V::TimeSec
+            | V::TimeWday
+            | V::TimeYear => {
+                let t = crate::eval::time::Civil::from_epoch(self.epoch_secs);
+                match variable {
+                    V::TimeEpoch => number(i128::from(self.epoch_secs), f),
+                    V::TimeYear => number(i128::from(t.year), f),
+                    V::TimeMon => number(i128::from(t.month), f),
+                    V::TimeDay => number(i128::from(t.day), f),
+                    V::TimeHour => number(i128::from(t.hour), f),
+                    V::TimeMin => number(i128::from(t.minute), f),
+                    V::TimeSec => number(i128::from(t.second), f),
+                    V::TimeWday => number(i128::from(t.weekday), f),
+                    _ => {
+                        let s = format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second);
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: None,
+                            },
+                            s.as_bytes(),
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// Number of values a `&VAR` target counts.
+    pub(crate) fn count(
+        &self,
+        variable: Variable,
+        selector: &Selector,
+        excluded: &dyn Fn(&[u8]) -> bool,
+    ) -> usize {
+        let mut n = 0;
+        self.visit(variable, selector, excluded, &mut |_, _, _| n += 1);
+        n
+    }
+}
+
+impl MacroExpander for TxData {
+    fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
+        if let (Variable::Tx, Some(k)) = (variable, key) {
+            if let Some(v) = self.tx.get(k.as_bytes()) {
+                out.extend_from_slice(v);
+            }
+            return;
+        }
+        let selector = match key {
+            Some(k) => Selector::Key(k.as_bytes().to_vec()),
+            None => Selector::All,
+        };
+        let mut done = false;
+        self.visit(variable, &selector, &|_| false, &mut |_, _, v| {
+            if !done {
+                out.extend_from_slice(v);
+                done = true;
+            }
+        });
+    }
+}

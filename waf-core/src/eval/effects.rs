@@ -1,0 +1,111 @@
+//! Per-match effects: `setvar`, `ctl`, `initcol`, `setenv`, `expirevar`.
+
+use crate::actions::ctl::Ctl;
+use crate::actions::setvar::{parse_int, SetVarOp};
+use crate::actions::{CollectionName, Effect, SetVar};
+use crate::eval::data::Num;
+use crate::eval::TxState;
+
+impl TxState {
+    pub(super) fn apply_effect(&mut self, effect: &Effect) {
+        match effect {
+            Effect::SetVar(s) => self.set_var(s),
+            Effect::Ctl(c) => self.apply_ctl(c),
+            Effect::InitCol(col, key) => {
+                let key = key.expand(&self.data).into_owned();
+                let rec = self.program.store.load(*col, &key, self.data.epoch_secs);
+                self.data.collections.insert(*col, (key, rec));
+            }
+            Effect::SetEnv(name, value) => {
+                let name = name.expand(&self.data).to_ascii_lowercase();
+                let value = value.expand(&self.data).into_owned();
+                self.data.env.insert(name, value);
+            }
+            Effect::ExpireVar(col, key, secs) => {
+                let key = key.expand(&self.data).to_ascii_lowercase();
+                let secs = parse_int(&secs.expand(&self.data)).max(0) as u64;
+                let expiry = self.data.epoch_secs.saturating_add(secs);
+                if let Some((_, rec)) = self.data.collections.get_mut(col) {
+                    if let Some(entry) = rec.vars.get_mut(&key) {
+                        entry.1 = expiry;
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_var(&mut self, s: &SetVar) {
+        let key = s.key.expand(&self.data).to_ascii_lowercase();
+        let value = match &s.op {
+            SetVarOp::Delete => None,
+            SetVarOp::Set(v) => Some(v.expand(&self.data).into_owned()),
+            SetVarOp::Add(v) | SetVarOp::Sub(v) => {
+                let delta = parse_int(&v.expand(&self.data));
+                let current = self.var_value(s.collection, &key).map_or(0, parse_int);
+                let n = if matches!(s.op, SetVarOp::Add(_)) {
+                    current.saturating_add(delta)
+                } else {
+                    current.saturating_sub(delta)
+                };
+                Some(Num::new(i128::from(n)).as_bytes().to_vec())
+            }
+        };
+        match s.collection {
+            CollectionName::Tx => match value {
+                Some(v) => {
+                    self.data.tx.insert(key, v);
+                }
+                None => {
+                    self.data.tx.remove(&key);
+                }
+            },
+            col => {
+                // Persistent collections must be initialised with initcol first, as in
+                // ModSecurity; a setvar on an uninitialised one has nothing to change.
+                if let Some((_, rec)) = self.data.collections.get_mut(&col) {
+                    match value {
+                        Some(v) => {
+                            let expiry = rec.vars.get(&key).map_or(0, |e| e.1);
+                            rec.vars.insert(key, (v, expiry));
+                        }
+                        None => {
+                            rec.vars.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn var_value(&self, col: CollectionName, key: &[u8]) -> Option<&[u8]> {
+        match col {
+            CollectionName::Tx => self.data.tx.get(key).map(Vec::as_slice),
+            col => self
+                .data
+                .collections
+                .get(&col)
+                .and_then(|(_, rec)| rec.vars.get(key))
+                .map(|(v, _)| v.as_slice()),
+        }
+    }
+
+    fn apply_ctl(&mut self, ctl: &Ctl) {
+        match ctl {
+            Ctl::RuleEngine(mode) => self.mode = *mode,
+            Ctl::RuleRemove(sel) => self.removed_rules.push(sel.clone()),
+            Ctl::RuleRemoveTarget(sel, target) => {
+                self.removed_targets.push((sel.clone(), target.clone()))
+            }
+            Ctl::RequestBodyProcessor(p) => {
+                self.body_processor = Some(*p);
+                self.data.body_processor = Some(*p);
+            }
+            Ctl::ForceRequestBodyVariable(on) => self.force_request_body_variable = *on,
+            Ctl::RequestBodyAccess(on) => self.request_body_access = *on,
+            Ctl::RequestBodyLimit(n) => self.request_body_limit = *n,
+            Ctl::ResponseBodyAccess(on) => self.response_body_access = *on,
+            Ctl::ResponseBodyLimit(n) => self.response_body_limit = *n,
+            Ctl::AuditEngine(on) => self.audit_engine = *on,
+        }
+    }
+}

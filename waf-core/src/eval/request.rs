@@ -1,0 +1,117 @@
+//! Turning the request line into `REQUEST_URI`, `REQUEST_FILENAME`, `QUERY_STRING`, ...
+//!
+//! Follows libmodsecurity 3: a `#fragment` is kept only in `REQUEST_URI_RAW` and
+//! `REQUEST_LINE`; `REQUEST_URI` and `REQUEST_FILENAME` are percent-decoded (but `+` is
+//! not a space in a path); an absolute URI (`http://host/path`) loses its scheme and
+//! authority, as in Coraza; `REQUEST_BASENAME` is what follows the last `/` or `\`.
+
+use std::borrow::Cow;
+
+use super::data::TxData;
+
+/// Percent-decodes `%XX`; invalid sequences are kept as they are. Borrows when there is
+/// nothing to decode.
+pub(crate) fn percent_decode(input: &[u8]) -> Cow<'_, [u8]> {
+    if !input.contains(&b'%') {
+        return Cow::Borrowed(input);
+    }
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'%' && i + 2 < input.len() {
+            if let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2])) {
+                out.push(h << 4 | l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(input[i]);
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Fills the request-line variables of `data`.
+pub(crate) fn set_request_line(data: &mut TxData, method: &[u8], uri: &[u8], version: &[u8]) {
+    data.method = method.to_vec();
+    data.protocol = version.to_vec();
+    data.uri_raw = uri.to_vec();
+    let mut line = Vec::with_capacity(method.len() + uri.len() + version.len() + 2);
+    line.extend_from_slice(method);
+    line.push(b' ');
+    line.extend_from_slice(uri);
+    line.push(b' ');
+    line.extend_from_slice(version);
+    data.request_line = line;
+
+    let without_fragment = match uri.iter().position(|&b| b == b'#') {
+        Some(i) => &uri[..i],
+        None => uri,
+    };
+    // Strip scheme and authority of an absolute URI.
+    let mut target = without_fragment;
+    if !target.starts_with(b"/") {
+        if let Some(colon) = target.iter().position(|&b| b == b':') {
+            let rest = &target[colon + 1..];
+            if rest.starts_with(b"//")
+                && target[..colon]
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
+            {
+                let after = &rest[2..];
+                target = match after.iter().position(|&b| b == b'/' || b == b'?') {
+                    Some(p) => &after[p..],
+                    None => b"",
+                };
+            }
+        }
+    }
+    let (path, query) = match target.iter().position(|&b| b == b'?') {
+        Some(q) => (&target[..q], Some(&target[q + 1..])),
+        None => (target, None),
+    };
+    data.query_string = query.map(<[u8]>::to_vec).unwrap_or_default();
+    data.uri = percent_decode(target).into_owned();
+    let filename = percent_decode(path).into_owned();
+    data.basename = match filename.iter().rposition(|&b| b == b'/' || b == b'\\') {
+        Some(i) => filename[i + 1..].to_vec(),
+        None => filename.clone(),
+    };
+    data.filename = filename;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_and_splits() {
+        let mut d = TxData::default();
+        set_request_line(&mut d, b"GET", b"/a%20b/c.php?x=%27#frag", b"HTTP/1.1");
+        assert_eq!(d.filename, b"/a b/c.php");
+        assert_eq!(d.basename, b"c.php");
+        assert_eq!(d.query_string, b"x=%27");
+        assert_eq!(d.uri, b"/a b/c.php?x='");
+        assert_eq!(d.uri_raw, b"/a%20b/c.php?x=%27#frag");
+        assert_eq!(d.request_line, b"GET /a%20b/c.php?x=%27#frag HTTP/1.1");
+    }
+
+    #[test]
+    fn absolute_uri_and_bad_escapes() {
+        let mut d = TxData::default();
+        set_request_line(&mut d, b"GET", b"http://example.com/p%zz?q", b"HTTP/1.1");
+        assert_eq!(d.filename, b"/p%zz");
+        assert_eq!(d.query_string, b"q");
+        assert_eq!(&*percent_decode(b"%4"), b"%4");
+        assert_eq!(&*percent_decode(b"%41%"), b"A%");
+    }
+}
