@@ -7,7 +7,10 @@
 
 pub mod ast;
 mod error;
+mod lexer;
 mod parser;
+#[cfg(test)]
+mod tests;
 
 pub use ast::*;
 pub use error::ParseError;
