@@ -594,7 +594,9 @@ fn actions(loc: &Locator<'_>, t: &Token) -> Result<Vec<ActionAst>, ParseError> {
     while i <= b.len() {
         match b.get(i) {
             Some(b'\\') => {
-                i += 2;
+                // The escaped byte never splits or quotes; stop at the end either way so
+                // the last piece is still read.
+                i = (i + 2).min(b.len());
                 continue;
             }
             Some(b'\'') => {

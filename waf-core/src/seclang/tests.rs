@@ -323,3 +323,586 @@ fn crs040_setup_and_base_config() {
         assert!(ids.contains(&id), "{id} in {ids:?}");
     }
 }
+
+// ---- lines and quoting ----
+
+#[test]
+fn line000_comments_blank_and_continuations() {
+    let text = "# comment\n\n   SecRule ARGS \"@rx a\\\"b\" \\\n      \"id:1,\\\n  # inner comment\n\n      deny\"\nSecMarker END\n";
+    let ds = parse_str("t.conf", text).expect("parses");
+    assert_eq!(ds.len(), 2);
+    assert_eq!((ds[0].span.line, ds[0].span.column), (3, 4));
+    let DirectiveKind::Rule(r) = &ds[0].kind else {
+        panic!("rule")
+    };
+    assert_eq!(r.operator.argument, "a\"b");
+    assert_eq!((r.operator.span.line, r.operator.span.column), (3, 17));
+    assert_eq!(r.actions.len(), 2);
+    assert_eq!((r.actions[0].span.line, r.actions[0].span.column), (4, 8));
+    assert_eq!((r.actions[1].span.line, r.actions[1].span.column), (7, 7));
+    assert_eq!(ds[1].kind, DirectiveKind::Marker("END".into()));
+    assert_eq!(ds[1].span.line, 8);
+}
+
+#[test]
+fn line010_crlf_and_no_final_newline() {
+    let ds = parse_str("t.conf", "SecRuleEngine On\r\nSecMarker \"x y\"").expect("parses");
+    assert_eq!(
+        ds[0].kind,
+        DirectiveKind::Setting {
+            name: "SecRuleEngine".into(),
+            args: vec!["On".into()]
+        }
+    );
+    assert_eq!(ds[1].kind, DirectiveKind::Marker("x y".into()));
+}
+
+#[test]
+fn line020_directive_names_case_insensitive() {
+    assert!(matches!(
+        one("secrule ARGS \"@rx x\" \"id:1\""),
+        DirectiveKind::Rule(_)
+    ));
+    assert!(matches!(
+        one("SECACTION \"id:1\""),
+        DirectiveKind::Action(_)
+    ));
+    assert!(matches!(
+        one("secdefaultaction \"phase:1,log,pass\""),
+        DirectiveKind::DefaultAction(_)
+    ));
+    assert_eq!(
+        one("secRuleEngine DetectionOnly"),
+        DirectiveKind::Setting {
+            name: "secRuleEngine".into(),
+            args: vec!["DetectionOnly".into()]
+        }
+    );
+}
+
+#[test]
+fn quote000_backslashes_kept_except_before_quote() {
+    let r = one_rule(r#"SecRule ARGS "@rx a\\b\"c\\\"d\x22" "id:1""#);
+    assert_eq!(r.operator.argument, r#"a\\b"c\\"d\x22"#);
+    // An even number of backslashes before `"` closes the string.
+    let r = one_rule(r#"SecRule ARGS "@rx a\\" "id:1""#);
+    assert_eq!(r.operator.argument, r"a\\");
+    assert_eq!(action_value(&r.actions, "id"), Some("1"));
+}
+
+#[test]
+fn quote010_bare_words() {
+    let r = one_rule("SecRule REQUEST_URI @unconditionalMatch id:1,pass");
+    assert_eq!(r.operator.name, "unconditionalMatch");
+    assert_eq!(r.operator.argument, "");
+    assert_eq!(r.actions.len(), 2);
+    let r = one_rule("SecRule ARGS foo");
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("rx", "foo")
+    );
+    assert!(r.actions.is_empty());
+}
+
+// ---- operators ----
+
+#[test]
+fn op000_shapes() {
+    let r = one_rule(r#"SecRule ARGS "!@rx ^a b$" "id:1""#);
+    assert!(r.operator.negated);
+    assert_eq!(r.operator.name, "rx");
+    assert_eq!(r.operator.argument, "^a b$");
+    let r = one_rule(r#"SecRule ARGS "foo bar" "id:1""#);
+    assert!(!r.operator.negated);
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("rx", "foo bar")
+    );
+    let r = one_rule(r#"SecRule ARGS "!foo" "id:1""#);
+    assert!(r.operator.negated);
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("rx", "foo")
+    );
+    let r = one_rule(r#"SecRule ARGS "@pm ( ) ?>" "id:1""#);
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("pm", "( ) ?>")
+    );
+    let r = one_rule(r#"SecRule &TX:x "@eq 0" "id:1""#);
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("eq", "0")
+    );
+    let r = one_rule(r#"SecRule ARGS "" "id:1""#);
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("rx", "")
+    );
+    let r = one_rule(r#"SecRule ARGS "@detectSQLi" "id:1""#);
+    assert_eq!(
+        (r.operator.name.as_str(), r.operator.argument.as_str()),
+        ("detectSQLi", "")
+    );
+}
+
+// ---- variables ----
+
+fn vars(list: &str) -> Vec<VariableAst> {
+    one_rule(&format!("SecRule {list} \"@rx x\" \"id:1\"")).variables
+}
+
+fn key(k: &str) -> Option<SelectorAst> {
+    Some(SelectorAst::Key(k.into()))
+}
+
+fn re(k: &str) -> Option<SelectorAst> {
+    Some(SelectorAst::Regex(k.into()))
+}
+
+#[test]
+fn var000_lists() {
+    let v = vars("REQUEST_HEADERS|!REQUEST_HEADERS:User-Agent|&ARGS|&TX:score|args_names");
+    assert_eq!(v.len(), 5);
+    assert_eq!(
+        (v[0].name.as_str(), &v[0].selector),
+        ("REQUEST_HEADERS", &None)
+    );
+    assert!(v[1].exclusion && !v[1].count);
+    assert_eq!(v[1].selector, key("User-Agent"));
+    assert!(v[2].count && !v[2].exclusion);
+    assert_eq!((v[3].name.as_str(), &v[3].selector), ("TX", &key("score")));
+    assert_eq!(v[4].name, "args_names");
+    let cols: Vec<u32> = v.iter().map(|v| v.span.column).collect();
+    assert_eq!(cols, vec![9, 25, 53, 59, 69]);
+}
+
+#[test]
+fn var010_regex_and_xpath_selectors() {
+    let v =
+        vars(r"REQUEST_COOKIES:/\x22?\x24Version/|!ARGS_NAMES:/^[\w]+\[[\w\-]+\]\[[\w\-]*?\]$/");
+    assert_eq!(v[0].selector, re(r"\x22?\x24Version"));
+    assert!(v[1].exclusion);
+    assert_eq!(v[1].selector, re(r"^[\w]+\[[\w\-]+\]\[[\w\-]*?\]$"));
+    let v = vars("TX:/MULTIPART_HEADERS_CONTENT_TYPES_*/|XML:/*|XML://@*|ARGS:/a|b/");
+    assert_eq!(v.len(), 4);
+    assert_eq!(v[0].selector, re("MULTIPART_HEADERS_CONTENT_TYPES_*"));
+    assert_eq!(v[1].selector, key("/*"));
+    assert_eq!(v[2].selector, key("//@*"));
+    assert_eq!(v[3].selector, re("a|b"));
+    let v = vars(r"ARGS:/a\/b/");
+    assert_eq!(v[0].selector, re(r"a\/b"));
+    let v = vars("XML:/");
+    assert_eq!(v[0].selector, key("/"));
+}
+
+#[test]
+fn var020_quoted_keys() {
+    let v = vars("ARGS:'foo bar'|REQUEST_HEADERS:'it\\'s'");
+    assert_eq!(v[0].selector, key("foo bar"));
+    assert_eq!(v[1].selector, key("it's"));
+    let v = vars(r#""ARGS:'a|b'|ARGS_NAMES""#);
+    assert_eq!(v[0].selector, key("a|b"));
+    assert_eq!(v[1].name, "ARGS_NAMES");
+}
+
+// ---- actions ----
+
+fn acts(list: &str) -> Vec<ActionAst> {
+    match one(&format!("SecAction \"{list}\"")) {
+        DirectiveKind::Action(a) => a,
+        k => panic!("{k:?}"),
+    }
+}
+
+#[test]
+fn act000_values() {
+    let a = acts(
+        "id:1, phase:2 ,t:none,msg:'a, b: c',setvar:'tx.x=+%{tx.y}',\
+         ctl:ruleRemoveTargetByTag=xss-perf-disable;REQUEST_FILENAME,logdata:'it\\'s',nolog",
+    );
+    let pairs: Vec<(&str, Option<&str>)> = a
+        .iter()
+        .map(|a| (a.name.as_str(), a.value.as_deref()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("id", Some("1")),
+            ("phase", Some("2")),
+            ("t", Some("none")),
+            ("msg", Some("a, b: c")),
+            ("setvar", Some("tx.x=+%{tx.y}")),
+            (
+                "ctl",
+                Some("ruleRemoveTargetByTag=xss-perf-disable;REQUEST_FILENAME")
+            ),
+            ("logdata", Some("it's")),
+            ("nolog", None),
+        ]
+    );
+    assert_eq!(a[1].span.column, 18);
+}
+
+#[test]
+fn act010_empty_and_trailing_commas() {
+    assert!(acts("").is_empty());
+    assert_eq!(acts("id:1,,deny,").len(), 2);
+    assert_eq!(acts("msg:''")[0].value.as_deref(), Some(""));
+}
+
+// ---- other directives ----
+
+#[test]
+fn dir000_remove_and_update() {
+    assert_eq!(
+        one("SecRuleRemoveById 1 100-200 5,6"),
+        DirectiveKind::RemoveById(vec![
+            IdRange { start: 1, end: 1 },
+            IdRange {
+                start: 100,
+                end: 200
+            },
+            IdRange { start: 5, end: 5 },
+            IdRange { start: 6, end: 6 },
+        ])
+    );
+    assert_eq!(
+        one("SecRuleRemoveByTag \"attack-sqli\""),
+        DirectiveKind::RemoveByTag("attack-sqli".into())
+    );
+    assert_eq!(
+        one("SecRuleRemoveByMsg 'SQL Injection'"),
+        DirectiveKind::RemoveByMsg("SQL Injection".into())
+    );
+    let DirectiveKind::UpdateTargetById {
+        ids,
+        targets,
+        replaced,
+    } = one("SecRuleUpdateTargetById 942100,942200-942210 \"!ARGS:foo|!REQUEST_COOKIES:/^_ga/\" \"ARGS\"")
+    else {
+        panic!("update")
+    };
+    assert_eq!(
+        ids,
+        vec![
+            IdRange {
+                start: 942100,
+                end: 942100
+            },
+            IdRange {
+                start: 942200,
+                end: 942210
+            }
+        ]
+    );
+    assert_eq!(targets.len(), 2);
+    assert_eq!(targets[1].selector, re("^_ga"));
+    assert_eq!(replaced.map(|r| r.len()), Some(1));
+    assert!(matches!(
+        one("SecRuleUpdateTargetByTag attack-xss !ARGS:x"),
+        DirectiveKind::UpdateTargetByTag { tag, replaced: None, .. } if tag == "attack-xss"
+    ));
+    assert!(matches!(
+        one("SecRuleUpdateTargetByMsg \"a b\" \"!ARGS:x\""),
+        DirectiveKind::UpdateTargetByMsg { msg, .. } if msg == "a b"
+    ));
+    let DirectiveKind::UpdateActionById { id, actions } =
+        one("SecRuleUpdateActionById 900000 \"pass,setvar:tx.x=1\"")
+    else {
+        panic!("update action")
+    };
+    assert_eq!((id, actions.len()), (900000, 2));
+    assert_eq!(
+        one("SecResponseBodyMimeType text/plain \"text/html\""),
+        DirectiveKind::Setting {
+            name: "SecResponseBodyMimeType".into(),
+            args: vec!["text/plain".into(), "text/html".into()]
+        }
+    );
+}
+
+// ---- errors ----
+
+fn at(e: &ParseError) -> (u32, u32) {
+    (e.span.line, e.span.column)
+}
+
+#[test]
+fn err000_missing_operator() {
+    let e = err("SecMarker A\n  SecRule ARGS\n");
+    assert_eq!(e.message, "missing operator in SecRule");
+    assert_eq!(at(&e), (2, 15));
+    assert_eq!(e.line_text, "  SecRule ARGS");
+    assert_eq!(
+        e.to_string(),
+        "t.conf:2:15: missing operator in SecRule\n  |   SecRule ARGS\n  |               ^^^"
+    );
+    let e = err("SecRule\n");
+    assert_eq!(e.message, "missing variables in SecRule");
+    assert_eq!(at(&e), (1, 8));
+}
+
+#[test]
+fn err010_unclosed_quotes() {
+    let e = err("SecRule ARGS \"@rx foo \\\n   bar \"id:1\"\nSecRule ARGS \"@rx x\"\n");
+    assert_eq!(e.message, "unexpected character after closing quote");
+    assert_eq!(at(&e), (2, 9));
+    let e = err("\n\nSecRule ARGS \"@rx foo\" \"id:1\n");
+    assert_eq!(e.message, "unclosed quote");
+    assert_eq!(at(&e), (3, 24));
+    let e = err("SecRule ARGS \"@rx x\" \\\n  \"id:1,msg:'abc\"");
+    assert_eq!(e.message, "unclosed quote");
+    assert_eq!(at(&e), (2, 13));
+    let e = err("SecRule ARGS:'abc \"@rx x\"");
+    assert_eq!(e.message, "unclosed quote");
+    assert_eq!(at(&e), (1, 14));
+}
+
+#[test]
+fn err020_unknown_quoting() {
+    let e = err("SecRule ARGS '@rx x' \"id:1\"");
+    assert!(
+        e.message.starts_with("unsupported quoting"),
+        "{}",
+        e.message
+    );
+    assert_eq!(at(&e), (1, 14));
+    let e = err("SecRule ARGS \"@rx x\"\"id:1\"");
+    assert_eq!(e.message, "unexpected character after closing quote");
+    assert_eq!(at(&e), (1, 21));
+    let e = err("SecRule ARGS \"@rx x\" \"id:1\" \"deny\"");
+    assert_eq!(e.message, "unexpected argument in SecRule");
+    assert_eq!(at(&e), (1, 29));
+}
+
+#[test]
+fn err030_bad_pieces() {
+    let e = err("SecRule ARGS| \"@rx x\"");
+    assert_eq!(e.message, "missing variable after '|'");
+    let e = err("SecRule ARGS|!|TX \"@rx x\"");
+    assert_eq!(e.message, "missing variable name");
+    assert_eq!(at(&e), (1, 15));
+    let e = err("SecRule ARGS \"@ x\"");
+    assert_eq!(e.message, "missing operator name after '@'");
+    let e = err("SecAction \"id:1,:x\"");
+    assert_eq!(e.message, "missing action name before ':'");
+    assert_eq!(at(&e), (1, 17));
+    let e = err("SecRuleRemoveById 10-5");
+    assert!(e.message.starts_with("invalid id range"), "{}", e.message);
+    let e = err("SecRuleRemoveById 1 abc");
+    assert_eq!(e.message, "invalid rule id \"abc\"");
+    assert_eq!(at(&e), (1, 21));
+    let e = err("SecRuleRemoveById");
+    assert_eq!(e.message, "missing rule id in SecRuleRemoveById");
+    let e = err("SecRuleUpdateActionById 1:2 \"pass\"");
+    assert!(e.message.starts_with("unsupported"), "{}", e.message);
+    let e = err("SecMarker a b");
+    assert_eq!(e.message, "unexpected argument in SecMarker");
+    let e = err("SecRuleRemoveById 99999999999999999999999");
+    assert!(e.message.starts_with("invalid rule id"));
+}
+
+// ---- includes ----
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "waf-seclang-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("temp subdir");
+        }
+        std::fs::write(&p, text).expect("temp file");
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn inc000_relative_to_including_file_and_globs() {
+    let t = TempDir::new("rel");
+    t.write("sub/b.conf", "SecMarker B\n");
+    t.write("sub/rules/2.conf", "SecMarker R2\n");
+    t.write("sub/rules/1.conf", "SecMarker R1\n");
+    t.write(
+        "sub/a.conf",
+        "SecMarker A\nInclude b.conf\nInclude rules/*.conf\nIncludeOptional nothing/*.conf\nIncludeOptional missing.conf\n",
+    );
+    let main = t.write("main.conf", "Include sub/a.conf\nSecMarker END\n");
+    let ds = parse_file(&main).expect("parses");
+    let markers: Vec<&str> = ds
+        .iter()
+        .filter_map(|d| match &d.kind {
+            DirectiveKind::Marker(m) => Some(m.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(markers, vec!["A", "B", "R1", "R2", "END"]);
+    assert!(ds[1].span.file.ends_with("b.conf"), "{}", ds[1].span.file);
+    assert!(ds[2].span.file.ends_with("1.conf"));
+    assert!(ds[4].span.file.ends_with("main.conf"));
+}
+
+#[test]
+fn inc010_missing_include_is_an_error() {
+    let t = TempDir::new("missing");
+    let main = t.write("main.conf", "SecMarker A\n  Include nope.conf\n");
+    let e = parse_file(&main).expect_err("missing include");
+    assert!(e.message.starts_with("cannot read "), "{}", e.message);
+    assert!(e.message.contains("nope.conf"));
+    assert_eq!(at(&e), (2, 11));
+    assert!(e.span.file.ends_with("main.conf"));
+    let main = t.write("glob.conf", "Include none/*.conf\n");
+    let e = parse_file(&main).expect_err("no match");
+    assert!(e.message.starts_with("no file matches "), "{}", e.message);
+    let e = parse_file(&t.0.join("absent.conf")).expect_err("absent");
+    assert!(e.message.starts_with("cannot read "), "{}", e.message);
+    let e = crate::Error::from(e);
+    let _ = e;
+}
+
+#[test]
+fn inc020_cycles_and_depth_limit() {
+    let t = TempDir::new("cycle");
+    t.write("a.conf", "Include b.conf\n");
+    t.write("b.conf", "Include a.conf\n");
+    let e = parse_file(&t.0.join("a.conf")).expect_err("cycle");
+    assert!(e.message.starts_with("include cycle"), "{}", e.message);
+    t.write("self.conf", "Include *.conf\n");
+    let e = parse_file(&t.0.join("self.conf")).expect_err("glob cycle");
+    assert!(e.message.starts_with("include cycle"), "{}", e.message);
+
+    let d = TempDir::new("depth");
+    for i in 0..40 {
+        d.write(&format!("f{i}.conf"), &format!("Include f{}.conf\n", i + 1));
+    }
+    d.write("f40.conf", "SecMarker DEEP\n");
+    let e = parse_file(&d.0.join("f0.conf")).expect_err("too deep");
+    assert_eq!(
+        e.message,
+        format!(
+            "include depth limit of {} exceeded",
+            crate::limits::DEFAULT_INCLUDE_DEPTH
+        )
+    );
+    let ok = parse_file(&d.0.join("f20.conf")).expect("shallow enough");
+    assert_eq!(ok.len(), 1);
+}
+
+// ---- robustness ----
+
+/// Random lines over the bytes that matter to the parser never panic.
+#[test]
+fn fuzz000_no_panic_on_noise() {
+    const ALPHABET: &[&str] = &[
+        "SecRule ",
+        "SecAction ",
+        "SecRuleUpdateTargetById ",
+        "SecRuleRemoveById ",
+        "SecMarker ",
+        "Include ",
+        "\"",
+        "'",
+        "\\",
+        "\\\"",
+        "\\'",
+        "/",
+        "|",
+        "!",
+        "&",
+        ":",
+        ",",
+        "@",
+        "@rx ",
+        " ",
+        "\t",
+        "\n",
+        "\r\n",
+        "#",
+        "-",
+        "1",
+        "ARGS",
+        "é",
+        "`",
+        "%{tx.x}",
+        "=",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..20_000 {
+        let len = (next() % 24) as usize;
+        let mut s = String::new();
+        for _ in 0..len {
+            s.push_str(ALPHABET[(next() % ALPHABET.len() as u64) as usize]);
+        }
+        if s.contains("Include") {
+            continue;
+        }
+        let _ = parse_str("fuzz.conf", &s);
+    }
+}
+
+/// Every prefix-cut of a CRS file parses or fails with a located error, never panics.
+#[test]
+fn fuzz010_truncated_crs() {
+    let text =
+        std::fs::read_to_string(format!("{CRS}/rules/REQUEST-920-PROTOCOL-ENFORCEMENT.conf"))
+            .expect("readable");
+    let mut cut = 0;
+    while cut < text.len() {
+        if let Some(prefix) = text.get(..cut) {
+            if let Err(e) = parse_str("cut.conf", prefix) {
+                assert!(e.span.line >= 1 && e.span.column >= 1, "{e}");
+            }
+        }
+        cut += 997;
+    }
+}
+
+/// Parse time of the whole CRS; run with `--release --nocapture` to read it.
+#[test]
+fn perf000_crs_parse_time() {
+    let files = crs_rule_files();
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            (
+                f.display().to_string(),
+                std::fs::read_to_string(f).expect("readable"),
+            )
+        })
+        .collect();
+    let mut best = std::time::Duration::MAX;
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let mut n = 0;
+        for (name, text) in &texts {
+            n += parse_str(name, text).expect("parses").len();
+        }
+        best = best.min(start.elapsed());
+        assert_eq!(n, 788);
+    }
+    println!("crs parse (27 files, in memory): {best:?}");
+}
