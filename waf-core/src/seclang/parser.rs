@@ -84,6 +84,14 @@ impl Parser {
         if name_tok.quoted {
             return Err(loc.error(start, "expected a directive name, found a quoted string"));
         }
+        if text.ends_with('`') {
+            // Coraza reads a line ending in a backtick as the start of a multi-line block
+            // (`SecDataset name \``); we do not support those.
+            return Err(loc.error(
+                text.len().saturating_sub(1),
+                "unsupported multi-line backtick block",
+            ));
+        }
         let name = name_tok.text;
         let span = loc.span(start);
         let lower = name.to_ascii_lowercase();
@@ -470,7 +478,16 @@ fn variables(loc: &Locator<'_>, t: &Token) -> Result<Vec<VariableAst>, ParseErro
                             Some(_) => i += 1,
                         }
                     }
-                    selector = Some(SelectorAst::Key(key));
+                    // `ARGS:'/^a|b$/'` is a quoted regex (Coraza, ModSecurity).
+                    let regex = key
+                        .strip_prefix('/')
+                        .and_then(|k| k.strip_suffix('/'))
+                        .filter(|_| key.len() >= 2)
+                        .map(str::to_owned);
+                    selector = Some(match regex {
+                        Some(r) => SelectorAst::Regex(r),
+                        None => SelectorAst::Key(key),
+                    });
                 }
                 Some(b'/') => {
                     // A regex if a closing unescaped `/` is followed by `|` or the end.
@@ -515,7 +532,7 @@ fn variables(loc: &Locator<'_>, t: &Token) -> Result<Vec<VariableAst>, ParseErro
                     }
                     let key = s.get(sel_start..i).unwrap_or("").trim_end();
                     if key.is_empty() {
-                        return Err(loc.error(t.raw_offset(sel_start), "missing key after ':'"));
+                        return Err(loc.error(t.raw_offset(sel_start - 1), "missing key after ':'"));
                     }
                     selector = Some(SelectorAst::Key(key.to_owned()));
                 }

@@ -501,6 +501,16 @@ fn var020_quoted_keys() {
     let v = vars("ARGS:'foo bar'|REQUEST_HEADERS:'it\\'s'");
     assert_eq!(v[0].selector, key("foo bar"));
     assert_eq!(v[1].selector, key("it's"));
+    // Coraza's rule_parser_test.go cases: a quoted selector between slashes is a regex.
+    let v = vars("&REQUEST_COOKIES_NAMES:'/^(?:phpMyAdminphp|MyAdmin_https)$/'|ARGS:test");
+    assert!(v[0].count);
+    assert_eq!(v[0].selector, re("^(?:phpMyAdminphp|MyAdmin_https)$"));
+    assert_eq!(v[1].selector, key("test"));
+    let v = vars("&REQUEST_COOKIES_NAMES:'/.*/'|ARGS:/a|b/|XML:/*|ARGS|REQUEST_HEADERS");
+    assert_eq!(v.len(), 5);
+    assert_eq!(v[1].selector, re("a|b"));
+    let v = vars("ARGS:'/'");
+    assert_eq!(v[0].selector, key("/"));
     let v = vars(r#""ARGS:'a|b'|ARGS_NAMES""#);
     assert_eq!(v[0].selector, key("a|b"));
     assert_eq!(v[1].name, "ARGS_NAMES");
@@ -683,6 +693,9 @@ fn err030_bad_pieces() {
     let e = err("SecRule ARGS|!|TX \"@rx x\"");
     assert_eq!(e.message, "missing variable name");
     assert_eq!(at(&e), (1, 15));
+    let e = err("SecRule REQUEST_URI|!REQUEST_COOKIES: \"abc\"");
+    assert_eq!(e.message, "missing key after ':'");
+    assert_eq!(at(&e), (1, 37));
     let e = err("SecRule ARGS \"@ x\"");
     assert_eq!(e.message, "missing operator name after '@'");
     let e = err("SecAction \"id:1,:x\"");
@@ -697,6 +710,11 @@ fn err030_bad_pieces() {
     assert_eq!(e.message, "missing rule id in SecRuleRemoveById");
     let e = err("SecRuleUpdateActionById 1:2 \"pass\"");
     assert!(e.message.starts_with("unsupported"), "{}", e.message);
+    let e = err("SecDataset test `\nfoo\n`");
+    assert!(e.message.starts_with("unsupported"), "{}", e.message);
+    assert_eq!(at(&e), (1, 17));
+    let ds = parse_str("t.conf", "# trailing backtick `\nSecMarker A").expect("comment");
+    assert_eq!(ds.len(), 1);
     let e = err("SecMarker a b");
     assert_eq!(e.message, "unexpected argument in SecMarker");
     let e = err("SecRuleRemoveById 99999999999999999999999");
@@ -905,4 +923,18 @@ fn perf000_crs_parse_time() {
         assert_eq!(n, 788);
     }
     println!("crs parse (27 files, in memory): {best:?}");
+}
+
+#[test]
+fn err040_display() {
+    let e = err("\tSecRule ARGS");
+    assert_eq!(
+        e.to_string(),
+        "t.conf:1:14: missing operator in SecRule\n  | \tSecRule ARGS\n  | \t            ^^^"
+    );
+    let e = parse_file(Path::new("/nonexistent/waf-seclang.conf")).expect_err("absent");
+    assert_eq!((e.span.line, e.span.column), (0, 0));
+    assert!(e
+        .to_string()
+        .starts_with("/nonexistent/waf-seclang.conf: cannot read /nonexistent/waf-seclang.conf: "));
 }
