@@ -938,3 +938,45 @@ fn err040_display() {
         .to_string()
         .starts_with("/nonexistent/waf-seclang.conf: cannot read /nonexistent/waf-seclang.conf: "));
 }
+
+/// The whole load the CRS INSTALL.md describes, through includes, from a main file elsewhere.
+#[test]
+fn inc030_crs_install_layout() {
+    let t = TempDir::new("install");
+    let crs = Path::new(CRS).canonicalize().expect("crs dir");
+    let main = t.write(
+        "main.conf",
+        &format!(
+            "Include {base}\n\
+             IncludeOptional {crs}/crs-setup.conf.example\n\
+             IncludeOptional {crs}/plugins/*-config.conf\n\
+             IncludeOptional {crs}/plugins/*-before.conf\n\
+             Include \"{crs}/rules/*.conf\"\n\
+             IncludeOptional {crs}/plugins/*-after.conf\n",
+            base = crs
+                .join("reference/coraza/coraza.conf-recommended")
+                .display(),
+            crs = crs.display(),
+        ),
+    );
+    let ds = parse_file(&main).expect("parses");
+    let in_rules = ds
+        .iter()
+        .filter(|d| d.span.file.contains("/rules/"))
+        .count();
+    assert_eq!(in_rules, 788);
+    let defaults = ds
+        .iter()
+        .filter(|d| matches!(d.kind, DirectiveKind::DefaultAction(_)))
+        .count();
+    assert_eq!(defaults, 5);
+    // Rule files come in name order.
+    let files: Vec<&str> = ds
+        .iter()
+        .map(|d| &*d.span.file)
+        .filter(|f| f.contains("/rules/"))
+        .collect();
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+}
