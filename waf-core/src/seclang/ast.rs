@@ -144,7 +144,8 @@ pub struct OperatorAst {
     pub negated: bool,
     /// Operator name without `@`, as written (`rx` for a bare pattern).
     pub name: String,
-    /// Everything after the name and one separating space, with `\"` unescaped.
+    /// Everything after the name, with `\"` unescaped and surrounding whitespace trimmed
+    /// (as Coraza does; `"@pm  a b "` has the argument `a b`).
     pub argument: String,
 }
 
