@@ -1,3 +1,140 @@
-//! Semantic detectors behind `@detectSQLi` / `@detectXSS`.
+//! Semantic injection detectors behind `@detectSQLi` and `@detectXSS`.
 //!
-//! Placeholder: being written.
+//! # Why a trait
+//!
+//! Both operators are libinjection in every engine (ModSecurity bundles the C library,
+//! Coraza uses a Go port). We use `barbacane-libinjection` (library name `libinjectionrs`), a
+//! pure-Rust port that builds offline and agreed with C libinjection on every input of our
+//! differential run (`/work/shared/notes/coraza.md` §4). It is young, AI-assisted, and not the
+//! fastest possible implementation, so the operators do not call it directly: they hold an
+//! [`InjectionDetector`]. Replacing the crate (a faster tokenizer, C bindings where a C
+//! toolchain is allowed, a version with a fixed divergence) then touches only this module,
+//! and a differential test can run two detectors side by side.
+//!
+//! The trait is internal on purpose: detector output (the SQLi fingerprint) goes into
+//! `TX.0` and logs, so changing detectors is a behaviour change we want to review here, not a
+//! plug-in point for users.
+
+// The compiler (`compile/`) is being written in parallel and does not call `Operator` yet;
+// until it does, everything here is used only by tests. Remove once wired.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::fmt;
+
+/// A SQL injection fingerprint, as libinjection computes it: up to 8 token-type letters
+/// (`s&1UE`, `1UE`), logged as the match of `@detectSQLi`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    bytes: [u8; 8],
+    len: u8,
+}
+
+impl Fingerprint {
+    /// Builds a fingerprint from its letters; more than 8 bytes are cut.
+    pub(crate) fn new(letters: &[u8]) -> Fingerprint {
+        let mut bytes = [0; 8];
+        let len = letters.len().min(8);
+        bytes[..len].copy_from_slice(&letters[..len]);
+        Fingerprint {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    /// The letters.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Fingerprint({:?})",
+            String::from_utf8_lossy(self.as_bytes())
+        )
+    }
+}
+
+/// Decides whether a value is a SQL injection or an XSS vector.
+///
+/// Implementations must not panic on any input and should not allocate per call on benign
+/// input; they are called for every value a `@detectSQLi`/`@detectXSS` rule targets.
+pub(crate) trait InjectionDetector: fmt::Debug + Send + Sync {
+    /// The SQLi fingerprint when `input` is a SQL injection, `None` otherwise.
+    fn sqli(&self, input: &[u8]) -> Option<Fingerprint>;
+
+    /// True when `input` is an XSS vector.
+    fn xss(&self, input: &[u8]) -> bool;
+}
+
+/// The default detector: `barbacane-libinjection` 0.1.1 (pinned), a Rust port of C
+/// libinjection.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Libinjection;
+
+impl InjectionDetector for Libinjection {
+    fn sqli(&self, input: &[u8]) -> Option<Fingerprint> {
+        let result = libinjectionrs::detect_sqli(input);
+        if !result.is_injection() {
+            return None;
+        }
+        Some(match &result.fingerprint {
+            Some(fp) => Fingerprint::new(fp.as_str().as_bytes()),
+            None => Fingerprint::new(b""),
+        })
+    }
+
+    fn xss(&self, input: &[u8]) -> bool {
+        libinjectionrs::detect_xss(input).is_injection()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqli_fingerprints() {
+        let d = Libinjection;
+        assert_eq!(
+            d.sqli(b"1' OR '1'='1").map(|f| f.as_bytes().to_vec()),
+            Some(b"s&sos".to_vec())
+        );
+        assert_eq!(
+            d.sqli(b"1 UNION SELECT password FROM users")
+                .map(|f| f.as_bytes().to_vec()),
+            Some(b"1UEok".to_vec())
+        );
+        assert_eq!(d.sqli(b"hello world"), None);
+        assert_eq!(d.sqli(b""), None);
+    }
+
+    #[test]
+    fn xss() {
+        let d = Libinjection;
+        assert!(d.xss(b"<script>alert(1)</script>"));
+        assert!(d.xss(b"<a href=\"javascript:alert(1)\">"));
+        assert!(!d.xss(b"Hello, world!"));
+        assert!(!d.xss(b""));
+    }
+
+    #[test]
+    fn fingerprint_is_cut_at_8() {
+        assert_eq!(Fingerprint::new(b"123456789").as_bytes(), b"12345678");
+        assert_eq!(
+            format!("{:?}", Fingerprint::new(b"s&1")),
+            "Fingerprint(\"s&1\")"
+        );
+    }
+
+    #[test]
+    fn no_panic_on_odd_bytes() {
+        let d = Libinjection;
+        for input in [&b"\xff\xfe\x00'"[..], b"'''''''''", b"<<<<<", b"/*", b"\\"] {
+            let _ = d.sqli(input);
+            let _ = d.xss(input);
+        }
+    }
+}

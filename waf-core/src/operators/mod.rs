@@ -1,10 +1,58 @@
 //! Operators (`@rx`, `@pm`, `@eq`, ...): one file each, registered in [`Operator`].
 //!
-//! Placeholder: being written.
+//! An operator is compiled once, when the rule is loaded ([`Operator::compile`]): regular
+//! expressions and Aho-Corasick automata are built, data files are read, number and IP
+//! arguments are parsed, and bad arguments are rejected there, never at request time.
+//! [`Operator::evaluate`] then runs for every (transformed) request value a rule targets, so
+//! it does not allocate on the no-match path; the only allocations are the expansion of an
+//! argument that contains a macro (`@lt %{tx.blocking_paranoia_level}`) and the capture
+//! groups of a match.
+//!
+//! Semantics follow ModSecurity v3 (libmodsecurity `src/operators/*.cc`), checked against the
+//! ModSecurity operator vectors in `tests.rs`. Where ModSecurity and Coraza differ, the
+//! operator's file says which one we copy and why.
+//!
+//! Negation (`!@rx`) is the caller's business: operators only answer "matched".
 
-use std::path::Path;
+// The compiler (`compile/`) is being written in parallel and does not call `Operator` yet;
+// until it does, everything here is used only by tests. Remove once wired.
+#![cfg_attr(not(test), allow(dead_code))]
 
-use crate::macros::MacroExpander;
+mod begins_with;
+mod contains;
+mod contains_word;
+mod detect_sqli;
+mod detect_xss;
+mod ends_with;
+mod eq;
+mod ge;
+mod gt;
+mod ip_match;
+mod ip_match_from_file;
+mod le;
+mod lt;
+mod no_match;
+mod numeric;
+mod pm;
+mod pm_from_file;
+mod rx;
+mod streq;
+mod strmatch;
+mod unconditional_match;
+mod validate_byte_range;
+mod validate_url_encoding;
+mod validate_utf8_encoding;
+mod verify_cc;
+mod verify_ssn;
+mod within;
+
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use crate::macros::{MacroExpander, MacroString};
 
 /// Capture groups written by an operator when its rule has `capture`: index 0 is the whole
 /// match (or the matched phrase, or the SQLi fingerprint), 1..=9 the groups.
@@ -14,37 +62,261 @@ pub(crate) struct Captures {
     pub(crate) groups: Vec<Vec<u8>>,
 }
 
+impl Captures {
+    /// Replaces the groups with `parts`, reusing the buffers already allocated.
+    fn fill<'a>(&mut self, parts: impl IntoIterator<Item = &'a [u8]>) {
+        let mut n = 0;
+        for part in parts {
+            match self.groups.get_mut(n) {
+                Some(group) => {
+                    group.clear();
+                    group.extend_from_slice(part);
+                }
+                None => self.groups.push(part.to_vec()),
+            }
+            n += 1;
+        }
+        self.groups.truncate(n);
+    }
+}
+
+/// Most capture groups an operator writes: `TX.0` to `TX.9`, as in ModSecurity.
+const MAX_CAPTURES: usize = 10;
+
 /// A compiled operator.
 #[derive(Debug)]
 pub(crate) enum Operator {
+    /// `@beginsWith`.
+    BeginsWith(begins_with::BeginsWith),
+    /// `@contains`.
+    Contains(contains::Contains),
+    /// `@containsWord`.
+    ContainsWord(contains_word::ContainsWord),
+    /// `@detectSQLi`.
+    DetectSqli(detect_sqli::DetectSqli),
+    /// `@detectXSS`.
+    DetectXss(detect_xss::DetectXss),
+    /// `@endsWith`.
+    EndsWith(ends_with::EndsWith),
+    /// `@eq`.
+    Eq(eq::Eq),
+    /// `@ge`.
+    Ge(ge::Ge),
+    /// `@gt`.
+    Gt(gt::Gt),
+    /// `@ipMatch`, and `@ipMatchFromFile` once its file is read.
+    IpMatch(ip_match::IpMatch),
+    /// `@le`.
+    Le(le::Le),
+    /// `@lt`.
+    Lt(lt::Lt),
+    /// `@noMatch`.
+    NoMatch(no_match::NoMatch),
+    /// `@pm`, and `@pmFromFile` once its files are read.
+    Pm(pm::Pm),
+    /// `@rx`.
+    Rx(rx::Rx),
+    /// `@streq`.
+    Streq(streq::Streq),
+    /// `@strmatch`.
+    Strmatch(strmatch::Strmatch),
     /// `@unconditionalMatch`.
-    UnconditionalMatch,
+    UnconditionalMatch(unconditional_match::UnconditionalMatch),
+    /// `@validateByteRange`.
+    ValidateByteRange(validate_byte_range::ValidateByteRange),
+    /// `@validateUrlEncoding`.
+    ValidateUrlEncoding(validate_url_encoding::ValidateUrlEncoding),
+    /// `@validateUtf8Encoding`.
+    ValidateUtf8Encoding(validate_utf8_encoding::ValidateUtf8Encoding),
+    /// `@verifyCC`.
+    VerifyCc(verify_cc::VerifyCc),
+    /// `@verifySSN`.
+    VerifySsn(verify_ssn::VerifySsn),
+    /// `@within`.
+    Within(within::Within),
 }
 
 impl Operator {
-    /// Compiles `@name argument`. `rules_dir` is the directory of the rule file, for
-    /// `@pmFromFile` and friends. The error is a message without location.
+    /// Compiles `@name argument`. `name` is given without `@`, in any case (`rx`,
+    /// `pmFromFile`, `pmf`). `rules_dir` is the directory of the rule file, for
+    /// `@pmFromFile` and `@ipMatchFromFile` relative paths. The error is a message without
+    /// location (the compiler adds it).
     pub(crate) fn compile(
         name: &str,
-        _argument: &str,
-        _rules_dir: Option<&Path>,
+        argument: &str,
+        rules_dir: Option<&Path>,
     ) -> Result<Operator, String> {
-        match name.to_ascii_lowercase().as_str() {
-            "unconditionalmatch" => Ok(Operator::UnconditionalMatch),
-            _ => Err(format!("unsupported operator @{name}")),
-        }
+        let lower = name.to_ascii_lowercase();
+        let op = match lower.as_str() {
+            "beginswith" => Operator::BeginsWith(begins_with::BeginsWith::new(argument)?),
+            "contains" => Operator::Contains(contains::Contains::new(argument)?),
+            "containsword" => Operator::ContainsWord(contains_word::ContainsWord::new(argument)?),
+            "detectsqli" => Operator::DetectSqli(detect_sqli::DetectSqli::new(argument)?),
+            "detectxss" => Operator::DetectXss(detect_xss::DetectXss::new(argument)?),
+            "endswith" => Operator::EndsWith(ends_with::EndsWith::new(argument)?),
+            "eq" => Operator::Eq(eq::Eq::new(argument)?),
+            "ge" => Operator::Ge(ge::Ge::new(argument)?),
+            "gt" => Operator::Gt(gt::Gt::new(argument)?),
+            "ipmatch" => Operator::IpMatch(ip_match::IpMatch::new(argument)?),
+            "ipmatchfromfile" | "ipmatchf" => {
+                Operator::IpMatch(ip_match_from_file::compile(argument, rules_dir)?)
+            }
+            "le" => Operator::Le(le::Le::new(argument)?),
+            "lt" => Operator::Lt(lt::Lt::new(argument)?),
+            "nomatch" => Operator::NoMatch(no_match::NoMatch),
+            "pm" => Operator::Pm(pm::Pm::new(argument)?),
+            "pmfromfile" | "pmf" => Operator::Pm(pm_from_file::compile(argument, rules_dir)?),
+            "rx" => Operator::Rx(rx::Rx::new(argument)?),
+            "streq" => Operator::Streq(streq::Streq::new(argument)?),
+            "strmatch" => Operator::Strmatch(strmatch::Strmatch::new(argument)?),
+            "unconditionalmatch" => {
+                Operator::UnconditionalMatch(unconditional_match::UnconditionalMatch)
+            }
+            "validatebyterange" => {
+                Operator::ValidateByteRange(validate_byte_range::ValidateByteRange::new(argument)?)
+            }
+            "validateurlencoding" => {
+                Operator::ValidateUrlEncoding(validate_url_encoding::ValidateUrlEncoding)
+            }
+            "validateutf8encoding" => {
+                Operator::ValidateUtf8Encoding(validate_utf8_encoding::ValidateUtf8Encoding)
+            }
+            "verifycc" => Operator::VerifyCc(verify_cc::VerifyCc::new(argument)?),
+            "verifyssn" => Operator::VerifySsn(verify_ssn::VerifySsn::new(argument)?),
+            "within" => Operator::Within(within::Within::new(argument)?),
+            _ => return Err(unsupported(name, &lower)),
+        };
+        Ok(op)
     }
 
     /// Runs the operator on one (transformed) value. Macros in the argument are expanded
     /// with `expander`; when `captures` is given and the operator matches, it is filled.
     pub(crate) fn evaluate(
         &self,
-        _input: &[u8],
-        _expander: &dyn MacroExpander,
-        _captures: Option<&mut Captures>,
+        input: &[u8],
+        expander: &dyn MacroExpander,
+        captures: Option<&mut Captures>,
     ) -> bool {
         match self {
-            Operator::UnconditionalMatch => true,
+            Operator::BeginsWith(op) => op.evaluate(input, expander),
+            Operator::Contains(op) => op.evaluate(input, expander),
+            Operator::ContainsWord(op) => op.evaluate(input, expander),
+            Operator::DetectSqli(op) => op.evaluate(input, captures),
+            Operator::DetectXss(op) => op.evaluate(input),
+            Operator::EndsWith(op) => op.evaluate(input, expander),
+            Operator::Eq(op) => op.evaluate(input, expander),
+            Operator::Ge(op) => op.evaluate(input, expander),
+            Operator::Gt(op) => op.evaluate(input, expander),
+            Operator::IpMatch(op) => op.evaluate(input),
+            Operator::Le(op) => op.evaluate(input, expander),
+            Operator::Lt(op) => op.evaluate(input, expander),
+            Operator::NoMatch(op) => op.evaluate(),
+            Operator::Pm(op) => op.evaluate(input, captures),
+            Operator::Rx(op) => op.evaluate(input, captures),
+            Operator::Streq(op) => op.evaluate(input, expander),
+            Operator::Strmatch(op) => op.evaluate(input, expander),
+            Operator::UnconditionalMatch(op) => op.evaluate(),
+            Operator::ValidateByteRange(op) => op.evaluate(input),
+            Operator::ValidateUrlEncoding(op) => op.evaluate(input),
+            Operator::ValidateUtf8Encoding(op) => op.evaluate(input),
+            Operator::VerifyCc(op) => op.evaluate(input, captures),
+            Operator::VerifySsn(op) => op.evaluate(input, captures),
+            Operator::Within(op) => op.evaluate(input, expander),
         }
     }
+}
+
+/// The error for an operator we do not implement, saying why.
+fn unsupported(name: &str, lower: &str) -> String {
+    let why = match lower {
+        "rbl" => "DNS lookups are I/O, which waf-core does not do",
+        "geolookup" => "needs a GeoIP database",
+        "inspectfile" => "runs an external program",
+        "fuzzyhash" => "needs ssdeep",
+        "validatedtd" | "validateschema" => "XML/JSON schema validation is not implemented",
+        "gsblookup" => "Google Safe Browsing lookups are I/O",
+        "rsub" => "deprecated in ModSecurity v3 and not used by CRS",
+        "validatehash" => "not implemented by ModSecurity v3",
+        "validatenid" | "verifycpf" | "verifysvnr" => "not used by CRS",
+        _ => return format!("unknown operator @{name}"),
+    };
+    format!("unsupported operator @{name}: {why}")
+}
+
+/// A string argument (`@streq`, `@within`, ...): the literal when it has no macro, so the
+/// common case costs nothing per call.
+#[derive(Debug)]
+struct StringArgument {
+    /// The argument with its macros.
+    template: MacroString,
+}
+
+impl StringArgument {
+    /// Parses `argument`, rejecting unknown or unclosed macros.
+    fn new(argument: &str) -> Result<StringArgument, String> {
+        Ok(StringArgument {
+            template: MacroString::parse(argument)?,
+        })
+    }
+
+    /// The literal, when the argument has no macro.
+    fn literal(&self) -> Option<&[u8]> {
+        self.template.as_literal()
+    }
+
+    /// The value for this call: borrowed when literal, expanded otherwise.
+    fn value<'a>(&'a self, expander: &dyn MacroExpander) -> Cow<'a, [u8]> {
+        self.template.expand(expander)
+    }
+}
+
+/// Resolves a data file name (`@pmFromFile`, `@ipMatchFromFile`) against the rule file's
+/// directory. Remote files are refused: waf-core does no network I/O.
+fn resolve_data_file(name: &str, rules_dir: Option<&Path>) -> Result<PathBuf, String> {
+    if name.starts_with("http://") || name.starts_with("https://") {
+        return Err(format!(
+            "remote data file {name:?} is not supported: waf-core does no network I/O"
+        ));
+    }
+    let path = Path::new(name);
+    Ok(match rules_dir {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    })
+}
+
+/// Reads a data file: one entry per line, ASCII whitespace trimmed, blank lines and `#`
+/// comments skipped.
+fn read_data_file(name: &str, rules_dir: Option<&Path>) -> Result<Vec<Vec<u8>>, String> {
+    let path = resolve_data_file(name, rules_dir)?;
+    let data = std::fs::read(&path)
+        .map_err(|e| format!("cannot read data file {}: {e}", path.display()))?;
+    Ok(data
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .filter(|line| !line.is_empty() && !line.starts_with(b"#"))
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! A [`MacroExpander`] for unit tests.
+
+    use crate::macros::MacroExpander;
+    use crate::variables::Variable;
+
+    /// Expands every variable to a fixed value; `%{tx.missing}` to nothing.
+    pub(crate) struct FixedExpander(pub(crate) &'static [u8]);
+
+    impl MacroExpander for FixedExpander {
+        fn append_variable(&self, _variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
+            if key != Some("missing") {
+                out.extend_from_slice(self.0);
+            }
+        }
+    }
+
+    /// An expander for operators without macros.
+    pub(crate) const NO_MACROS: FixedExpander = FixedExpander(b"");
 }

@@ -1,0 +1,63 @@
+//! `@ge`: greater than or equal.
+//!
+//! **What.** Matches when the value, read as an integer, is greater than or equal to the argument. Both sides
+//! are read like C's `atoi` (whitespace, sign, digits; no digits reads as 0): see
+//! [`super::numeric`].
+//!
+//! **Argument.** An integer, or a macro expanded per transaction.
+//!
+//! ```text
+//! SecRule TX:BLOCKING_INBOUND_ANOMALY_SCORE "@ge %{tx.inbound_anomaly_score_threshold}" "id:1,phase:2,deny"
+//! ```
+
+use super::numeric::{parse_integer, NumberArgument};
+use crate::macros::MacroExpander;
+
+/// A compiled `@ge`.
+#[derive(Debug)]
+pub(crate) struct Ge {
+    argument: NumberArgument,
+}
+
+impl Ge {
+    /// Parses the argument.
+    pub(crate) fn new(argument: &str) -> Result<Ge, String> {
+        Ok(Ge {
+            argument: NumberArgument::new(argument)?,
+        })
+    }
+
+    /// Compares `input` with the argument.
+    pub(crate) fn evaluate(&self, input: &[u8], expander: &dyn MacroExpander) -> bool {
+        parse_integer(input) >= self.argument.value(expander)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::test_support::{FixedExpander, NO_MACROS};
+
+    fn t(argument: &str, input: &str) -> bool {
+        Ge::new(argument)
+            .unwrap()
+            .evaluate(input.as_bytes(), &NO_MACROS)
+    }
+
+    #[test]
+    fn compares() {
+        assert!(t("5", "5"));
+        assert!(t("5", "10"));
+        assert!(!t("5", "4"));
+        assert!(t("0", ""));
+    }
+
+    #[test]
+    fn macro_argument() {
+        let op = Ge::new("%{tx.threshold}").unwrap();
+        assert_eq!(op.evaluate(b"5", &FixedExpander(b"5")), 5 >= 5);
+        assert_eq!(op.evaluate(b"4", &FixedExpander(b"5")), 4 >= 5);
+        assert_eq!(op.evaluate(b"6", &FixedExpander(b"5")), 6 >= 5);
+        assert!(Ge::new("%{nope}").is_err());
+    }
+}

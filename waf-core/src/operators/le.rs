@@ -1,0 +1,63 @@
+//! `@le`: less than or equal.
+//!
+//! **What.** Matches when the value, read as an integer, is less than or equal to the argument. Both sides
+//! are read like C's `atoi` (whitespace, sign, digits; no digits reads as 0): see
+//! [`super::numeric`].
+//!
+//! **Argument.** An integer, or a macro expanded per transaction.
+//!
+//! ```text
+//! SecRule TX:DETECTION_PARANOIA_LEVEL "@le 1" "id:1,phase:1,pass"
+//! ```
+
+use super::numeric::{parse_integer, NumberArgument};
+use crate::macros::MacroExpander;
+
+/// A compiled `@le`.
+#[derive(Debug)]
+pub(crate) struct Le {
+    argument: NumberArgument,
+}
+
+impl Le {
+    /// Parses the argument.
+    pub(crate) fn new(argument: &str) -> Result<Le, String> {
+        Ok(Le {
+            argument: NumberArgument::new(argument)?,
+        })
+    }
+
+    /// Compares `input` with the argument.
+    pub(crate) fn evaluate(&self, input: &[u8], expander: &dyn MacroExpander) -> bool {
+        parse_integer(input) <= self.argument.value(expander)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::test_support::{FixedExpander, NO_MACROS};
+
+    fn t(argument: &str, input: &str) -> bool {
+        Le::new(argument)
+            .unwrap()
+            .evaluate(input.as_bytes(), &NO_MACROS)
+    }
+
+    #[test]
+    fn compares() {
+        assert!(t("5", "5"));
+        assert!(!t("5", "10"));
+        assert!(t("5", ""));
+        assert!(t("0", "-5"));
+    }
+
+    #[test]
+    fn macro_argument() {
+        let op = Le::new("%{tx.threshold}").unwrap();
+        assert_eq!(op.evaluate(b"5", &FixedExpander(b"5")), 5 <= 5);
+        assert_eq!(op.evaluate(b"4", &FixedExpander(b"5")), 4 <= 5);
+        assert_eq!(op.evaluate(b"6", &FixedExpander(b"5")), 6 <= 5);
+        assert!(Le::new("%{nope}").is_err());
+    }
+}

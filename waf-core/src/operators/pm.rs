@@ -1,0 +1,149 @@
+//! `@pm`: phrase match.
+//!
+//! **What.** Matches when any of the phrases occurs in the value, ignoring ASCII case. With
+//! `capture`, `TX.0` gets the matched text as it appears in the value.
+//!
+//! **Argument.** Phrases separated by spaces. As in ModSecurity's `parse_pm_content`, an
+//! argument wrapped in double quotes loses them, and `|..|` holds hex bytes
+//! (`|0d 0a|`). Backslashes are literal (ModSecurity v3 doubles them before parsing).
+//! An argument without any phrase is a load error.
+//!
+//! ```text
+//! SecRule REQUEST_HEADERS:Accept-Encoding "@pm gzip compress deflate br zstd" "id:1,phase:1,pass"
+//! ```
+//!
+//! # Performance
+//!
+//! One Aho-Corasick automaton per rule, built at load time (`@pmFromFile` lists reach a few
+//! thousand phrases). A no-match search allocates nothing; we stop at the first match
+//! (ModSecurity's `acmp_process_quick` does the same).
+
+use aho_corasick::AhoCorasick;
+
+use super::Captures;
+
+/// A compiled `@pm` (also `@pmFromFile`).
+#[derive(Debug)]
+pub(crate) struct Pm {
+    automaton: AhoCorasick,
+}
+
+impl Pm {
+    /// Parses the space-separated phrases of `argument`.
+    pub(crate) fn new(argument: &str) -> Result<Pm, String> {
+        let content = parse_content(argument)?;
+        let phrases: Vec<&[u8]> = content
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|p| !p.is_empty())
+            .collect();
+        if phrases.is_empty() {
+            return Err("@pm needs at least one phrase".to_owned());
+        }
+        Pm::from_phrases(&phrases)
+    }
+
+    /// Builds the automaton over `phrases` (each used as is; empty ones are dropped). No
+    /// phrase at all gives a matcher that never matches.
+    pub(crate) fn from_phrases<P: AsRef<[u8]>>(phrases: &[P]) -> Result<Pm, String> {
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(phrases.iter().map(AsRef::as_ref).filter(|p| !p.is_empty()))
+            .map_err(|e| format!("cannot build phrase matcher: {e}"))?;
+        Ok(Pm { automaton })
+    }
+
+    /// Searches `input`; on a match fills `captures` with the matched text.
+    pub(crate) fn evaluate(&self, input: &[u8], captures: Option<&mut Captures>) -> bool {
+        match captures {
+            None => self.automaton.is_match(input),
+            Some(captures) => match self.automaton.find(input) {
+                Some(m) => {
+                    captures.fill([&input[m.start()..m.end()]]);
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+/// Strips surrounding double quotes and decodes `|hex|` sections.
+fn parse_content(argument: &str) -> Result<Vec<u8>, String> {
+    let trimmed = argument.trim_start_matches([' ', '\t']);
+    let inner = match trimmed.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(inner) => inner,
+        None => trimmed,
+    };
+    let mut out = Vec::with_capacity(inner.len());
+    let mut in_hex = false;
+    let mut pending: Option<u8> = None;
+    for &b in inner.as_bytes() {
+        if b == b'|' {
+            if pending.is_some() {
+                return Err(format!("odd number of hex digits in {argument:?}"));
+            }
+            in_hex = !in_hex;
+        } else if in_hex {
+            if b == b' ' {
+                continue;
+            }
+            let digit = (b as char)
+                .to_digit(16)
+                .ok_or_else(|| format!("invalid hex digit {:?} in {argument:?}", b as char))?
+                as u8;
+            match pending.take() {
+                Some(high) => out.push(high << 4 | digit),
+                None => pending = Some(digit),
+            }
+        } else {
+            out.push(b);
+        }
+    }
+    if in_hex {
+        return Err(format!("unclosed |hex| section in {argument:?}"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pm(a: &str) -> Pm {
+        Pm::new(a).unwrap()
+    }
+
+    #[test]
+    fn rejects_empty_and_bad_hex() {
+        assert!(Pm::new("").is_err());
+        assert!(Pm::new("   ").is_err());
+        assert!(Pm::new("|4|").is_err());
+        assert!(Pm::new("|zz|").is_err());
+        assert!(Pm::new("|41").is_err());
+    }
+
+    #[test]
+    fn phrases_case_insensitive() {
+        let op = pm("gzip compress deflate");
+        assert!(op.evaluate(b"x-DEFLATE-y", None));
+        assert!(!op.evaluate(b"br", None));
+        assert!(!op.evaluate(b"", None));
+    }
+
+    #[test]
+    fn quotes_and_hex() {
+        assert!(pm("\"abc def\"").evaluate(b"xdefx", None));
+        assert!(pm("|41 42|c").evaluate(b"xabcx", None));
+        assert!(pm("a|0d0a|b").evaluate(b"a\r\nb", None));
+        assert!(pm(r"a\b").evaluate(br"a\b", None));
+    }
+
+    #[test]
+    fn capture_is_input_text() {
+        let mut c = Captures::default();
+        assert!(pm("( ?>").evaluate(b"x?>y", Some(&mut c)));
+        assert_eq!(c.groups, vec![b"?>".to_vec()]);
+        assert!(pm("select").evaluate(b"SeLeCT", Some(&mut c)));
+        assert_eq!(c.groups, vec![b"SeLeCT".to_vec()]);
+    }
+}

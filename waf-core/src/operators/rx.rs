@@ -1,0 +1,270 @@
+//! `@rx`: regular expression match.
+//!
+//! **What.** Matches when the regular expression finds a match anywhere in the value. With
+//! `capture`, `TX.0` gets the whole match and `TX.1`..`TX.9` the groups (a group that did not
+//! take part is empty).
+//!
+//! **Argument.** A regular expression, compiled once when the rule is loaded.
+//!
+//! ```text
+//! SecRule ARGS "@rx (?i)union\s+select" "id:1,phase:2,deny,capture"
+//! ```
+//!
+//! # Dialect and flags
+//!
+//! We compile with the `regex` crate on bytes (request data need not be UTF-8), which runs in
+//! linear time (no ReDoS from a pattern or an input). CRS v4 is written for RE2, so every
+//! CRS pattern compiles unmodified. The flags copy both reference engines:
+//!
+//! - **dot-all + multi-line** (`(?sm)`): ModSecurity v3 compiles with `PCRE_DOTALL |
+//!   PCRE_MULTILINE` and Coraza prepends `(?sm)`. So `.` matches `\n`, and `^`/`$` match at
+//!   line boundaries, which matters for multi-line values (headers folded by
+//!   transformations, bodies): `^` anchors in CRS fire on any line of a value in both engines.
+//! - **Unicode off**: `\xNN` means the byte NN (PCRE without `UTF`), `.` and `[^..]` match any
+//!   byte, and `\w`, `\d`, `\s`, `\b` and `(?i)` are ASCII-only, as in PCRE without `UCP` and
+//!   RE2. (`\s` also matches `\x0b`, as PCRE2 does; CRS writes `[\s\x0b]` anyway.) It also
+//!   halves the automata size. A pattern that needs Unicode (a class with a non-ASCII
+//!   literal, `\x{100}`, `\p{..}`) is retried with Unicode on, where those mean UTF-8.
+//! - `\x{NN}` with NN <= FF is rewritten to `\xNN` first: PCRE reads both as the byte NN, but
+//!   `regex` with Unicode off reads the braced form as a code point. CRS 941310 relies on it
+//!   (the bytes 0xBC/0xBE of US-ASCII `¼script¾`); Coraza fixed the same bug in #1584.
+//! - A compiled size limit of [`DEFAULT_REGEX_SIZE_LIMIT`] turns a huge pattern into a load
+//!   error instead of a memory blow-up.
+//!
+//! # Performance
+//!
+//! Without `capture` an evaluation is one `is_match`, which allocates nothing. With
+//! `capture` (most CRS `@rx` rules) we first `find` the match, which allocates nothing either;
+//! only a match pays for the capture slots. The capture pass restarts at the match start,
+//! which yields the same leftmost-first match.
+
+use regex::bytes::{Regex, RegexBuilder};
+
+use super::{Captures, MAX_CAPTURES};
+use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
+
+/// A compiled `@rx`.
+#[derive(Debug)]
+pub(crate) struct Rx {
+    regex: Regex,
+}
+
+impl Rx {
+    /// Compiles `pattern`.
+    pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
+        Ok(Rx {
+            regex: compile_pattern(pattern)?,
+        })
+    }
+
+    /// Matches `input`; fills `captures` on a match when asked.
+    pub(crate) fn evaluate(&self, input: &[u8], captures: Option<&mut Captures>) -> bool {
+        let Some(captures) = captures else {
+            return self.regex.is_match(input);
+        };
+        let Some(found) = self.regex.find(input) else {
+            return false;
+        };
+        if self.regex.captures_len() == 1 {
+            captures.fill([found.as_bytes()]);
+            return true;
+        }
+        let mut locations = self.regex.capture_locations();
+        if self
+            .regex
+            .captures_read_at(&mut locations, input, found.start())
+            .is_none()
+        {
+            // Cannot happen (a match starts at `found.start()`), but keep the whole match.
+            captures.fill([found.as_bytes()]);
+            return true;
+        }
+        let groups = locations.len().min(MAX_CAPTURES);
+        captures.fill((0..groups).map(|i| match locations.get(i) {
+            Some((start, end)) => &input[start..end],
+            None => &[][..],
+        }));
+        true
+    }
+}
+
+/// Compiles a SecLang regular expression with the flags described in the module docs. Also
+/// used by `@verifyCC` and `@verifySSN`.
+pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
+    let rewritten = rewrite_braced_hex(pattern);
+    let build = |unicode: bool| {
+        RegexBuilder::new(&rewritten)
+            .unicode(unicode)
+            .dot_matches_new_line(true)
+            .multi_line(true)
+            .size_limit(DEFAULT_REGEX_SIZE_LIMIT)
+            .build()
+    };
+    match build(false) {
+        Ok(regex) => Ok(regex),
+        Err(ascii_error) => {
+            build(true).map_err(|_| format!("invalid regular expression: {ascii_error}"))
+        }
+    }
+}
+
+/// Finds the first match of `regex` in `input` that `verify` accepts, trying the leftmost
+/// match from every start offset in turn, as ModSecurity's `@verifyCC` loop does
+/// (`pcre_exec` with a growing start offset). A rejected match moves the search one byte
+/// past its start, so a number hidden inside a longer rejected one is still found. Search
+/// context is kept (`^` means the start of the value, not of the search).
+pub(crate) fn find_verified<'i>(
+    regex: &Regex,
+    input: &'i [u8],
+    verify: impl Fn(&[u8]) -> bool,
+) -> Option<&'i [u8]> {
+    let mut from = 0;
+    while from <= input.len() {
+        let found = regex.find_at(input, from)?;
+        if verify(found.as_bytes()) {
+            return Some(found.as_bytes());
+        }
+        from = found.start() + 1;
+    }
+    None
+}
+
+/// Rewrites `\x{NN}` (one or two hex digits) to `\xNN`, leaving every other escape alone
+/// (`\\x{41}` stays a backslash followed by `x{41}`). Borrows when there is nothing to do.
+fn rewrite_braced_hex(pattern: &str) -> std::borrow::Cow<'_, str> {
+    if !pattern.contains("\\x{") {
+        return std::borrow::Cow::Borrowed(pattern);
+    }
+    let bytes = pattern.as_bytes();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        // `\x{` + 1..=2 hex digits + `}`.
+        if bytes.get(i + 1) == Some(&b'x') && bytes.get(i + 2) == Some(&b'{') {
+            let digits_start = i + 3;
+            let digits = bytes[digits_start..]
+                .iter()
+                .take_while(|b| b.is_ascii_hexdigit())
+                .count();
+            if (1..=2).contains(&digits) && bytes.get(digits_start + digits) == Some(&b'}') {
+                out.push_str(&pattern[copied..i]);
+                out.push_str("\\x");
+                if digits == 1 {
+                    out.push('0');
+                }
+                out.push_str(&pattern[digits_start..digits_start + digits]);
+                i = digits_start + digits + 1;
+                copied = i;
+                continue;
+            }
+        }
+        // Skip the escaped character, whatever it is (it may be a backslash).
+        i += 2;
+    }
+    out.push_str(&pattern[copied.min(pattern.len())..]);
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx(p: &str) -> Rx {
+        Rx::new(p).unwrap()
+    }
+
+    fn groups(p: &str, input: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let mut c = Captures::default();
+        rx(p).evaluate(input, Some(&mut c)).then_some(c.groups)
+    }
+
+    #[test]
+    fn rejects_bad_patterns() {
+        assert!(Rx::new("(").is_err());
+        assert!(Rx::new("a{2,1}").is_err());
+        assert!(Rx::new("(?<=a)b").is_err());
+    }
+
+    #[test]
+    fn dot_all_and_multi_line() {
+        assert!(rx("a.b").evaluate(b"a\nb", None));
+        assert!(rx("^b").evaluate(b"a\nb", None));
+        assert!(rx("a$").evaluate(b"a\nb", None));
+        assert!(!rx("^b").evaluate(b"ab", None));
+    }
+
+    #[test]
+    fn bytes_not_code_points() {
+        assert!(rx(r"\xbc").evaluate(b"\xbc", None));
+        assert!(rx(r"\x{bc}script\x{BE}").evaluate(b"\xbcscript\xbe", None));
+        assert!(rx(r"[\x{bc}\x{be}]").evaluate(b"\xbe", None));
+        assert!(rx(r"\x{9}").evaluate(b"\t", None));
+        assert!(!rx(r"^\x{bc}$").evaluate("\u{bc}".as_bytes(), None));
+        assert!(rx(".").evaluate(b"\xff", None));
+        assert!(rx("[^a]").evaluate(b"\xff", None));
+    }
+
+    #[test]
+    fn escaped_backslash_is_not_rewritten() {
+        assert_eq!(rewrite_braced_hex(r"\\x{41}"), r"\\x{41}");
+        assert_eq!(rewrite_braced_hex(r"a\x{41}b\x{100}"), r"a\x41b\x{100}");
+        assert_eq!(rewrite_braced_hex(r"\x{4"), r"\x{4");
+        assert!(rx(r"\\x{2}").evaluate(br"\xx", None));
+    }
+
+    #[test]
+    fn ascii_classes_and_case() {
+        assert!(rx("(?i)select").evaluate(b"SeLeCt", None));
+        assert!(!rx(r"\w").evaluate("é".as_bytes(), None));
+        assert!(rx(r"\s").evaluate(b"\x0b", None));
+        assert!(rx(r"\bor\b").evaluate(b"1 or 1", None));
+    }
+
+    #[test]
+    fn unicode_fallback() {
+        assert!(rx("[é]").evaluate("é".as_bytes(), None));
+        assert!(rx(r"\p{Greek}").evaluate("α".as_bytes(), None));
+        assert!(rx("é").evaluate("café".as_bytes(), None));
+    }
+
+    #[test]
+    fn captures() {
+        assert_eq!(groups("def", b"abcdefghi"), Some(vec![b"def".to_vec()]));
+        assert_eq!(
+            groups("(a)(b?)(c)", b"ac"),
+            Some(vec![b"ac".to_vec(), b"a".to_vec(), vec![], b"c".to_vec()])
+        );
+        assert_eq!(
+            groups("(a)|(b)", b"b"),
+            Some(vec![b"b".to_vec(), vec![], b"b".to_vec()])
+        );
+        assert_eq!(groups("x", b"abc"), None);
+        // At most TX.0..TX.9.
+        let many = groups("(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)", b"abcdefghijk").unwrap();
+        assert_eq!(many.len(), 10);
+        assert_eq!(many[9], b"i");
+    }
+
+    #[test]
+    fn captures_reuse_and_shrink() {
+        let mut c = Captures {
+            groups: vec![b"old".to_vec(); 5],
+        };
+        assert!(rx("(b)").evaluate(b"abc", Some(&mut c)));
+        assert_eq!(c.groups, vec![b"b".to_vec(), b"b".to_vec()]);
+    }
+
+    #[test]
+    fn capture_pass_keeps_context() {
+        // `\b` before the match depends on the byte before it.
+        assert_eq!(
+            groups(r"\b(or)\b", b"for or"),
+            Some(vec![b"or".to_vec(), b"or".to_vec()])
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! The ModSecurity operator vectors (secrules-language-tests format, as shipped with Coraza:
+//! `testdata/operators/*.json`), run against every operator we implement.
+//!
+//! Each case gives `name`, `param`, `input`, `ret` (1 = match) and sometimes `re_groups`
+//! (the expected `TX.0..` captures). Each case runs twice, with and without a capture
+//! buffer, and both runs must agree with `ret`.
+//!
+//! Input decoding follows the ModSecurity/Coraza harnesses: the JSON string becomes UTF-8
+//! bytes, then the text escapes `\u0000` (NUL) and `\xNN` (a raw byte) are decoded, since
+//! JSON cannot carry invalid UTF-8. Data files (`@pmFromFile`) are looked up in the `op/`
+//! folder next to the vectors, as Coraza does.
+//!
+//! Nothing from the test data is copied into this repository: the vectors are read from the
+//! shared checkout, and the test is skipped (with a message) when that checkout is absent.
+
+use std::path::{Path, PathBuf};
+
+use super::test_support::NO_MACROS;
+use super::{Captures, Operator};
+
+/// Where the vectors live, relative to the workspace.
+const VECTORS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/crs/reference/coraza/testdata/operators"
+);
+
+/// Operators in the vectors that we do not implement, with the reason.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    (
+        "validateSchema",
+        "JSON/XML schema validation is not implemented (not used by CRS)",
+    ),
+    (
+        "validateNid",
+        "national ID validation is not implemented (not used by CRS)",
+    ),
+    (
+        "verifycpf",
+        "Brazilian CPF validation is not implemented (not used by CRS)",
+    ),
+    (
+        "verifysvnr",
+        "Austrian SVNR validation is not implemented (not used by CRS)",
+    ),
+];
+
+/// Cases whose argument we reject at load time on purpose, while ModSecurity/Coraza accept
+/// it and never match: `(operator, param, reason)`. Expecting a load error counts as a pass
+/// only when the vector says "no match".
+const EXPECTED_LOAD_ERRORS: &[(&str, &str, &str)] = &[(
+    "ipMatch",
+    "10.0.0.0/100",
+    "an IPv4 prefix longer than 32 is a typo; Coraza skips the entry silently",
+)];
+
+/// Total number of vectors in the shared checkout; a change means the data moved.
+const EXPECTED_TOTAL: usize = 3934;
+
+/// One vector.
+#[derive(Debug, serde::Deserialize)]
+struct Case {
+    name: String,
+    #[serde(default)]
+    param: String,
+    input: String,
+    ret: u8,
+    #[serde(default)]
+    re_groups: Option<Vec<String>>,
+    #[serde(rename = "type")]
+    _kind: String,
+}
+
+/// Decodes the text escapes `\u0000` and `\xNN` the harnesses decode; everything else is
+/// kept as is.
+fn decode_input(input: &str) -> Vec<u8> {
+    let bytes = input.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes[i..].starts_with(b"\\u0000") {
+                out.push(0);
+                i += 6;
+                continue;
+            }
+            if bytes.get(i + 1) == Some(&b'x') {
+                if let Some(hex) = bytes.get(i + 2..i + 4) {
+                    if let Ok(b) = u8::from_str_radix(std::str::from_utf8(hex).unwrap_or("zz"), 16)
+                    {
+                        out.push(b);
+                        i += 4;
+                        continue;
+                    }
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
+}
+
+fn load_cases(dir: &Path) -> Vec<(String, Case)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("vector folder is readable")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut cases = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("vector file is readable");
+        let parsed: Vec<Case> =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let file_name = file.file_name().unwrap().to_string_lossy().into_owned();
+        cases.extend(parsed.into_iter().map(|c| (file_name.clone(), c)));
+    }
+    cases
+}
+
+#[test]
+fn modsecurity_operator_vectors() {
+    let dir = Path::new(VECTORS);
+    if !dir.is_dir() {
+        eprintln!("skipping: operator vectors not found at {}", dir.display());
+        return;
+    }
+    let data_dir = dir.join("op");
+    let cases = load_cases(dir);
+    assert_eq!(cases.len(), EXPECTED_TOTAL, "the vector set changed");
+
+    let mut passed = 0;
+    let mut passed_as_load_error = 0;
+    let mut skipped: std::collections::BTreeMap<String, (usize, String)> = Default::default();
+    let mut failures = Vec::new();
+
+    for (file, case) in &cases {
+        if let Some((_, why)) = UNSUPPORTED
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(&case.name))
+        {
+            // The operator must say it is unsupported, not crash or claim support.
+            let err = Operator::compile(&case.name, &case.param, Some(&data_dir))
+                .expect_err("operator listed as unsupported compiled");
+            assert!(err.starts_with("unsupported operator"), "{err}");
+            skipped
+                .entry(case.name.clone())
+                .or_insert((0, why.to_string()))
+                .0 += 1;
+            continue;
+        }
+        let label = format!(
+            "{file}: @{} {:?} on {:?} (expected ret {})",
+            case.name, case.param, case.input, case.ret
+        );
+        let op = match Operator::compile(&case.name, &case.param, Some(&data_dir)) {
+            Ok(op) => op,
+            Err(err) => {
+                let expected = EXPECTED_LOAD_ERRORS
+                    .iter()
+                    .any(|(name, param, _)| *name == case.name && *param == case.param);
+                if expected && case.ret == 0 {
+                    passed_as_load_error += 1;
+                } else if err.contains("cannot read data file") {
+                    let entry = skipped
+                        .entry(format!("{} (data file)", case.name))
+                        .or_insert((0, format!("data file missing: {err}")));
+                    entry.0 += 1;
+                } else {
+                    failures.push(format!("{label}: load error {err}"));
+                }
+                continue;
+            }
+        };
+        let input = decode_input(&case.input);
+        let expected = case.ret == 1;
+
+        let plain = op.evaluate(&input, &NO_MACROS, None);
+        let mut captures = Captures {
+            groups: vec![b"stale".to_vec()],
+        };
+        let captured = op.evaluate(&input, &NO_MACROS, Some(&mut captures));
+        if plain != expected || captured != expected {
+            failures.push(format!(
+                "{label}: got {plain} without capture, {captured} with capture"
+            ));
+            continue;
+        }
+        if let Some(groups) = &case.re_groups {
+            let want: Vec<Vec<u8>> = groups.iter().map(|g| decode_input(g)).collect();
+            if captures.groups != want {
+                failures.push(format!(
+                    "{label}: captures {:?}, expected {want:?}",
+                    captures
+                        .groups
+                        .iter()
+                        .map(|g| String::from_utf8_lossy(g).into_owned())
+                        .collect::<Vec<_>>()
+                ));
+                continue;
+            }
+        }
+        passed += 1;
+    }
+
+    let skipped_total: usize = skipped.values().map(|(n, _)| n).sum();
+    eprintln!(
+        "operator vectors: {} total, {passed} passed, {passed_as_load_error} passed as expected \
+         load errors, {} failed, {skipped_total} skipped",
+        cases.len(),
+        failures.len()
+    );
+    for (name, (n, why)) in &skipped {
+        eprintln!("  skipped {n:>3} @{name}: {why}");
+    }
+    for (name, param, why) in EXPECTED_LOAD_ERRORS {
+        eprintln!("  load error expected for @{name} {param:?}: {why}");
+    }
+    for f in &failures {
+        eprintln!("  FAIL {f}");
+    }
+    assert!(failures.is_empty(), "{} vectors failed", failures.len());
+    assert_eq!(
+        passed + passed_as_load_error + skipped_total,
+        cases.len(),
+        "every vector is counted once"
+    );
+    // Only the operators CRS does not use may be skipped.
+    assert_eq!(skipped_total, 14, "skip list changed: {skipped:?}");
+}
+
+#[test]
+fn decode_input_escapes() {
+    assert_eq!(decode_input(r"\u0000\xe4"), b"\0\xe4");
+    assert_eq!(decode_input(r"\xFF\u0000"), b"\xff\0");
+    assert_eq!(decode_input(r"abc\0def"), br"abc\0def");
+    assert_eq!(decode_input(r"\xz"), br"\xz");
+}
+
+#[test]
+fn names_any_case_and_aliases() {
+    for name in ["rx", "RX", "Rx", "rX"] {
+        assert!(matches!(
+            Operator::compile(name, "a", None),
+            Ok(Operator::Rx(_))
+        ));
+    }
+    assert!(matches!(
+        Operator::compile("BEGINSWITH", "a", None),
+        Ok(Operator::BeginsWith(_))
+    ));
+    assert!(matches!(
+        Operator::compile("pmf", "missing.data", None),
+        Err(e) if e.contains("cannot read data file")
+    ));
+    assert!(matches!(
+        Operator::compile("ipMatchF", "missing.data", None),
+        Err(e) if e.contains("cannot read data file")
+    ));
+}
+
+#[test]
+fn unsupported_and_unknown_operators() {
+    for name in [
+        "rbl",
+        "geoLookup",
+        "inspectFile",
+        "fuzzyHash",
+        "validateDTD",
+        "validateSchema",
+        "gsbLookup",
+        "rsub",
+        "validateHash",
+        "verifyCPF",
+        "verifySVNR",
+        "validateNid",
+    ] {
+        let err = Operator::compile(name, "x", None).unwrap_err();
+        assert!(
+            err.starts_with(&format!("unsupported operator @{name}: ")),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        Operator::compile("nope", "", None).unwrap_err(),
+        "unknown operator @nope"
+    );
+}
+
+#[test]
+fn operators_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Operator>();
+}
