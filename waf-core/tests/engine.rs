@@ -1,0 +1,382 @@
+//! Rule-engine semantics, end to end through the public API: small rule sets written for
+//! one behaviour each (chains, flow, defaults, ctl, exclusions, collections, limits, errors).
+
+use std::time::{Duration, SystemTime};
+
+use waf_core::{ConnectionInfo, DisruptiveAction, Report, RequestHead, ResponseHead, Verdict, Waf};
+
+fn waf(rules: &str) -> Waf {
+    Waf::builder()
+        .seclang("test.conf", rules)
+        .build()
+        .unwrap_or_else(|e| panic!("rules failed to load: {e}"))
+}
+
+fn conn() -> ConnectionInfo {
+    ConnectionInfo::new(
+        "192.0.2.7:50000".parse().unwrap(),
+        "127.0.0.1:80".parse().unwrap(),
+    )
+}
+
+struct Outcome {
+    verdicts: Vec<Verdict>,
+    report: Report,
+}
+
+impl Outcome {
+    fn ids(&self) -> Vec<u64> {
+        self.report.matched_rules.iter().map(|r| r.id).collect()
+    }
+    fn blocked(&self) -> Option<u16> {
+        self.verdicts
+            .iter()
+            .find_map(|v| v.intervention().map(|i| i.status))
+    }
+}
+
+/// Runs one whole transaction, stopping at the first intervention.
+fn run(
+    waf: &Waf,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    response: (&str, &[u8]),
+) -> Outcome {
+    let hdrs: Vec<(&[u8], &[u8])> = headers
+        .iter()
+        .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+        .collect();
+    let mut tx = waf.transaction(
+        &conn(),
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_035_260),
+    );
+    let mut verdicts = Vec::new();
+    let mut go = |v: Verdict, verdicts: &mut Vec<Verdict>| {
+        let stop = v.intervention().is_some();
+        verdicts.push(v);
+        stop
+    };
+    let stopped = go(
+        tx.request_headers(&RequestHead::new(
+            method.as_bytes(),
+            uri.as_bytes(),
+            b"HTTP/1.1",
+            &hdrs,
+        )),
+        &mut verdicts,
+    ) || (tx.wants_request_body() && go(tx.request_body(body), &mut verdicts))
+        || go(tx.request_end(), &mut verdicts)
+        || go(
+            tx.response_headers(&ResponseHead::new(
+                200,
+                b"HTTP/1.1",
+                &[(b"Content-Type", response.0.as_bytes())],
+            )),
+            &mut verdicts,
+        )
+        || (tx.wants_response_body() && go(tx.response_body(response.1), &mut verdicts))
+        || go(tx.response_end(), &mut verdicts);
+    let _ = stopped;
+    Outcome {
+        verdicts,
+        report: tx.finish(),
+    }
+}
+
+fn get(waf: &Waf, uri: &str) -> Outcome {
+    run(
+        waf,
+        "GET",
+        uri,
+        &[("Host", "example.com")],
+        b"",
+        ("text/plain", b""),
+    )
+}
+
+const ON: &str = "SecRuleEngine On\nSecRequestBodyAccess On\nSecResponseBodyAccess On\n";
+
+#[test]
+fn deny_blocks_with_status_and_later_phases_repeat_it() {
+    let w = waf(&format!("{ON}SecRule ARGS:q \"@contains evil\" \"id:1,phase:1,deny,status:418,msg:'bad %{{MATCHED_VAR}}'\""));
+    let o = get(&w, "/?q=very%20evil");
+    assert_eq!(o.blocked(), Some(418));
+    assert_eq!(o.ids(), vec![1]);
+    assert_eq!(
+        o.report.matched_rules[0].message.as_deref(),
+        Some("bad very evil")
+    );
+    assert_eq!(o.report.matched_rules[0].matched_var_name, "ARGS:q");
+    assert_eq!(o.report.intervention.as_ref().map(|i| i.rule_id), Some(1));
+    assert_eq!(get(&w, "/?q=fine").blocked(), None);
+}
+
+#[test]
+fn detection_only_reports_without_blocking_and_off_runs_nothing() {
+    let rule = "SecRule ARGS \"@contains evil\" \"id:1,phase:1,deny\"";
+    let o = get(
+        &waf(&format!("SecRuleEngine DetectionOnly\n{rule}")),
+        "/?q=evil",
+    );
+    assert_eq!(o.blocked(), None);
+    assert_eq!(o.ids(), vec![1]);
+    assert_eq!(
+        o.report.would_intervene.as_ref().map(|i| i.status),
+        Some(403)
+    );
+    let o = get(&waf(&format!("SecRuleEngine Off\n{rule}")), "/?q=evil");
+    assert!(o.ids().is_empty());
+}
+
+#[test]
+fn chain_needs_every_link_and_captures_feed_the_next() {
+    let w = waf(&format!(
+        "{ON}SecRule ARGS:a \"@rx ^(\\w+)-(\\w+)$\" \"id:5,phase:1,deny,capture,chain\"\n  SecRule ARGS:b \"@streq %{{TX.2}}\" \"t:none\""
+    ));
+    assert_eq!(get(&w, "/?a=x-y&b=y").blocked(), Some(403));
+    assert_eq!(get(&w, "/?a=x-y&b=z").blocked(), None);
+    assert_eq!(get(&w, "/?b=y").blocked(), None);
+}
+
+#[test]
+fn setvar_runs_per_match_and_scores_add_up() {
+    let w = waf(&format!(
+        "{ON}SecAction \"id:1,phase:1,nolog,pass,setvar:tx.score=0\"\n\
+         SecRule ARGS \"@contains x\" \"id:2,phase:1,pass,setvar:tx.score=+3\"\n\
+         SecRule TX:score \"@ge 6\" \"id:3,phase:1,deny,status:429\""
+    ));
+    assert_eq!(get(&w, "/?a=x&b=x").blocked(), Some(429));
+    assert_eq!(get(&w, "/?a=x&b=y").blocked(), None);
+}
+
+#[test]
+fn skip_after_jumps_to_the_marker() {
+    let w = waf(&format!(
+        "{ON}SecRule ARGS:skip \"@eq 1\" \"id:1,phase:1,pass,nolog,skipAfter:END\"\n\
+         SecRule ARGS \"@unconditionalMatch\" \"id:2,phase:1,deny\"\n\
+         SecMarker END\n\
+         SecRule ARGS:late \"@eq 1\" \"id:3,phase:1,deny,status:409\""
+    ));
+    assert_eq!(get(&w, "/?skip=0").blocked(), Some(403));
+    assert_eq!(get(&w, "/?skip=1").blocked(), None);
+    assert_eq!(get(&w, "/?skip=1&late=1").blocked(), Some(409));
+}
+
+#[test]
+fn block_follows_the_default_action_of_its_phase() {
+    let w = waf(&format!(
+        "{ON}SecDefaultAction \"phase:1,log,deny,status:401\"\n\
+         SecDefaultAction \"phase:2,log,pass\"\n\
+         SecRule ARGS:a \"@eq 1\" \"id:1,phase:1,block\"\n\
+         SecRule ARGS:b \"@eq 1\" \"id:2,phase:2,block\""
+    ));
+    assert_eq!(get(&w, "/?a=1").blocked(), Some(401));
+    let o = get(&w, "/?b=1");
+    assert_eq!(o.blocked(), None);
+    assert_eq!(o.ids(), vec![2]);
+}
+
+#[test]
+fn ctl_removes_rules_and_targets_for_one_transaction() {
+    let w = waf(&format!(
+        "{ON}SecRule REQUEST_URI \"@beginsWith /admin\" \"id:1,phase:1,pass,nolog,ctl:ruleRemoveById=10-19,ctl:ruleRemoveTargetById=20;ARGS:token\"\n\
+         SecRule ARGS \"@contains x\" \"id:15,phase:1,deny\"\n\
+         SecRule ARGS \"@contains y\" \"id:20,phase:1,deny,status:402\""
+    ));
+    assert_eq!(get(&w, "/?a=x").blocked(), Some(403));
+    assert_eq!(get(&w, "/admin?a=x").blocked(), None);
+    assert_eq!(get(&w, "/admin?token=y").blocked(), None);
+    assert_eq!(get(&w, "/admin?other=y").blocked(), Some(402));
+    assert_eq!(get(&w, "/?token=y").blocked(), Some(402));
+}
+
+#[test]
+fn exclusions_in_rules_and_update_target() {
+    let w = waf(&format!(
+        "{ON}SecRule ARGS|!ARGS:safe \"@contains x\" \"id:1,phase:1,deny\"\n\
+         SecRule REQUEST_COOKIES \"@contains y\" \"id:2,phase:1,deny,status:402\"\n\
+         SecRuleUpdateTargetById 2 \"!REQUEST_COOKIES:/^_ga/\""
+    ));
+    assert_eq!(get(&w, "/?safe=x").blocked(), None);
+    assert_eq!(get(&w, "/?other=x").blocked(), Some(403));
+    let cookie =
+        |c: &str| run(&w, "GET", "/", &[("Cookie", c)], b"", ("text/plain", b"")).blocked();
+    assert_eq!(cookie("_ga_123=y"), None);
+    assert_eq!(cookie("sid=y"), Some(402));
+    assert!(w.warnings().is_empty(), "{:?}", w.warnings());
+}
+
+#[test]
+fn exclusion_that_matches_nothing_warns() {
+    let w = waf(&format!("{ON}SecRule ARGS \"@contains x\" \"id:1,phase:1,deny\"\nSecRuleRemoveById 99\nSecRuleUpdateTargetById 98 \"!ARGS:x\""));
+    assert_eq!(w.warnings().len(), 2, "{:?}", w.warnings());
+    assert_eq!(w.warnings()[0].location.as_ref().map(|l| l.line), Some(5));
+}
+
+#[test]
+fn counts_and_numbers() {
+    let w = waf(&format!("{ON}SecRule &ARGS \"@gt 2\" \"id:1,phase:1,deny\"\nSecRule &REQUEST_HEADERS:X-Missing \"@eq 0\" \"id:2,phase:1,pass\""));
+    let o = get(&w, "/?a=1&b=2");
+    assert_eq!(o.blocked(), None);
+    assert_eq!(o.ids(), vec![2]);
+    assert_eq!(get(&w, "/?a=1&b=2&c=3").blocked(), Some(403));
+}
+
+#[test]
+fn persistent_ip_collection_survives_transactions() {
+    let w = waf(&format!(
+        "{ON}SecAction \"id:1,phase:1,nolog,pass,initcol:ip=%{{remote_addr}},setvar:ip.hits=+1\"\n\
+         SecRule IP:hits \"@gt 2\" \"id:2,phase:1,deny,status:429\""
+    ));
+    assert_eq!(get(&w, "/").blocked(), None);
+    assert_eq!(get(&w, "/").blocked(), None);
+    assert_eq!(get(&w, "/").blocked(), Some(429));
+}
+
+#[test]
+fn response_body_is_inspected_only_for_listed_mime_types() {
+    let w = waf(&format!(
+        "{ON}SecResponseBodyMimeType text/html\nSecRule RESPONSE_BODY \"@contains stack trace\" \"id:1,phase:4,deny,status:502\""
+    ));
+    let html = run(
+        &w,
+        "GET",
+        "/",
+        &[],
+        b"",
+        ("text/html; charset=utf-8", b"a stack trace here"),
+    );
+    assert_eq!(html.blocked(), Some(502));
+    let json = run(
+        &w,
+        "GET",
+        "/",
+        &[],
+        b"",
+        ("application/json", b"a stack trace here"),
+    );
+    assert_eq!(json.blocked(), None);
+}
+
+#[test]
+fn request_body_limit_rejects_or_processes_partially() {
+    let reject = waf(&format!(
+        "{ON}SecRequestBodyLimit 10\nSecRequestBodyLimitAction Reject"
+    ));
+    let o = run(
+        &reject,
+        "POST",
+        "/",
+        &[("Content-Type", "text/plain")],
+        &[b'a'; 11],
+        ("text/plain", b""),
+    );
+    assert_eq!(o.blocked(), Some(413));
+    let partial = waf(&format!(
+        "{ON}SecRequestBodyLimit 10\nSecRequestBodyLimitAction ProcessPartial\n\
+         SecRule REQUEST_BODY \"@contains evil\" \"id:1,phase:2,deny,ctl:forceRequestBodyVariable=On\"\n\
+         SecAction \"id:2,phase:1,nolog,pass,ctl:forceRequestBodyVariable=On\""
+    ));
+    let o = run(
+        &partial,
+        "POST",
+        "/",
+        &[("Content-Type", "text/plain")],
+        b"0123456789evil",
+        ("text/plain", b""),
+    );
+    assert_eq!(o.blocked(), None);
+    let o = run(
+        &partial,
+        "POST",
+        "/",
+        &[("Content-Type", "text/plain")],
+        b"evil",
+        ("text/plain", b""),
+    );
+    assert_eq!(o.blocked(), Some(403));
+}
+
+#[test]
+fn form_body_fills_args() {
+    let w = waf(&format!(
+        "{ON}SecRule ARGS_POST:name \"@streq bob smith\" \"id:1,phase:2,deny\""
+    ));
+    let o = run(
+        &w,
+        "POST",
+        "/",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        b"name=bob+smith",
+        ("text/plain", b""),
+    );
+    assert_eq!(o.blocked(), Some(403));
+}
+
+#[test]
+fn load_errors_carry_file_line_and_column() {
+    let cases = [
+        (
+            "SecRuleEngine On\nSecNoSuchDirective 1\n",
+            2,
+            "SecNoSuchDirective",
+        ),
+        ("SecRule ARGS \"@nosuchop x\" \"id:1\"\n", 1, "nosuchop"),
+        ("SecRule NO_SUCH_VAR \"@rx x\" \"id:1\"\n", 1, "NO_SUCH_VAR"),
+        (
+            "SecRule ARGS \"@rx x\" \"id:1,nosuchaction\"\n",
+            1,
+            "nosuchaction",
+        ),
+        ("SecRule ARGS \"@rx x\" \"phase:1\"\n", 1, "id"),
+        ("SecRule ARGS \"@rx x\" \"id:1,chain\"\n", 1, "chain"),
+        ("SecRule ARGS \"@rx (\" \"id:1\"\n", 1, "regex"),
+    ];
+    for (text, line, needle) in cases {
+        let err = Waf::builder()
+            .seclang("bad.conf", text)
+            .build()
+            .expect_err(text);
+        let loc = err
+            .location()
+            .unwrap_or_else(|| panic!("no location for {text:?}: {err}"));
+        assert_eq!((loc.file.as_str(), loc.line), ("bad.conf", line), "{err}");
+        assert!(loc.column >= 1);
+        assert!(
+            err.to_string()
+                .to_lowercase()
+                .contains(&needle.to_lowercase()),
+            "{text:?} gave {err}"
+        );
+    }
+}
+
+#[test]
+fn redirect_and_drop() {
+    let w = waf(&format!(
+        "{ON}SecRule ARGS:go \"@eq 1\" \"id:1,phase:1,redirect:https://example.com/blocked\"\nSecRule ARGS:go \"@eq 2\" \"id:2,phase:1,drop\""
+    ));
+    let o = get(&w, "/?go=1");
+    let iv = o.report.intervention.unwrap();
+    assert_eq!(
+        (iv.status, iv.action),
+        (
+            302,
+            DisruptiveAction::Redirect("https://example.com/blocked".into())
+        )
+    );
+    assert_eq!(
+        get(&w, "/?go=2").report.intervention.map(|i| i.action),
+        Some(DisruptiveAction::Drop)
+    );
+}
+
+#[test]
+fn allow_stops_inspection() {
+    let w = waf(&format!(
+        "{ON}SecRule REMOTE_ADDR \"@ipMatch 192.0.2.0/24\" \"id:1,phase:1,allow,nolog\"\nSecRule ARGS \"@contains x\" \"id:2,phase:2,deny\""
+    ));
+    assert_eq!(get(&w, "/?a=x").blocked(), None);
+}
