@@ -60,12 +60,20 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
     out.extend_from_slice(&input[..first]);
     let mut i = first;
     while i < input.len() {
-        if input[i] == b'\\' && i + 1 < input.len() {
+        // Copy the run up to the next backslash in one go.
+        let Some(run) = memchr::memchr(b'\\', &input[i..]) else {
+            out.extend_from_slice(&input[i..]);
+            break;
+        };
+        out.extend_from_slice(&input[i..i + run]);
+        i += run;
+        if i + 1 < input.len() {
             let (b, used) = escape(input, i);
             out.push(b);
             i += used;
         } else {
-            out.push(input[i]);
+            // A backslash at the very end is kept.
+            out.push(b'\\');
             i += 1;
         }
     }

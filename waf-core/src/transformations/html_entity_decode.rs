@@ -96,11 +96,13 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
     out.extend_from_slice(&input[..first]);
     let mut i = first;
     while i < input.len() {
-        if input[i] != b'&' {
-            out.push(input[i]);
-            i += 1;
-            continue;
-        }
+        // Copy the run up to the next `&` in one go.
+        let Some(run) = memchr::memchr(b'&', &input[i..]) else {
+            out.extend_from_slice(&input[i..]);
+            break;
+        };
+        out.extend_from_slice(&input[i..i + run]);
+        i += run;
         match reference(input, i) {
             Ok((b, used)) => {
                 out.push(b);

@@ -4,12 +4,12 @@
 //! SecRule ARGS "@contains javascript:" "id:1,t:removeWhitespace,deny"
 //! ```
 //!
-//! Whitespace is what ModSecurity removes: C's `isspace` (space, `\t`, `\n`, `\v`, `\f`,
-//! `\r`) plus the non-breaking space, both as the Latin-1 byte 0xA0 and as its UTF-8 form
-//! `C2 A0`. ModSecurity deletes every 0xC2 byte to get rid of the latter, which also mangles
-//! other UTF-8 characters (`U+0080`-`U+00BF`); we only drop a 0xC2 that starts `C2 A0`.
-//! Coraza instead removes Unicode `White_Space` code points (U+2000...), which none of the
-//! test vectors exercise.
+//! Whitespace is C's `isspace` (space, `\t`, `\n`, `\v`, `\f`, `\r`) plus the non-breaking
+//! space, both as the Latin-1 byte 0xA0 and as its UTF-8 form `C2 A0`. ModSecurity removes
+//! `isspace` bytes and 0xA0 only, which leaves a stray 0xC2 behind from a UTF-8 NBSP; Coraza
+//! removes Unicode `White_Space` code points, U+00A0 included. We remove the whole `C2 A0`
+//! (as Coraza) and a lone 0xA0 byte (as ModSecurity), and no other code point (U+2000...,
+//! which none of the test vectors exercise).
 
 use std::borrow::Cow;
 

@@ -13,10 +13,8 @@ use std::borrow::Cow;
 use super::hex;
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
-    let first = input
-        .iter()
-        .enumerate()
-        .position(|(i, &b)| b == b'+' || (b == b'%' && hex::pair(input, i + 1).is_some()));
+    let first = memchr::memchr2_iter(b'%', b'+', input)
+        .find(|&i| input[i] == b'+' || hex::pair(input, i + 1).is_some());
     let Some(first) = first else {
         return Cow::Borrowed(input);
     };
@@ -24,6 +22,13 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
     out.extend_from_slice(&input[..first]);
     let mut i = first;
     while i < input.len() {
+        // Copy the run up to the next `%` or `+` in one go.
+        let Some(run) = memchr::memchr2(b'%', b'+', &input[i..]) else {
+            out.extend_from_slice(&input[i..]);
+            break;
+        };
+        out.extend_from_slice(&input[i..i + run]);
+        i += run;
         match input[i] {
             b'%' => match hex::pair(input, i + 1) {
                 Some(b) => {

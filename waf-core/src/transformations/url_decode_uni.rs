@@ -44,13 +44,21 @@ fn decodes_at(input: &[u8], i: usize) -> bool {
 }
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
-    let Some(first) = (0..input.len()).find(|&i| decodes_at(input, i)) else {
+    let Some(first) = memchr::memchr2_iter(b'%', b'+', input).find(|&i| decodes_at(input, i))
+    else {
         return Cow::Borrowed(input);
     };
     let mut out = Vec::with_capacity(input.len());
     out.extend_from_slice(&input[..first]);
     let mut i = first;
     while i < input.len() {
+        // Copy the run up to the next `%` or `+` in one go.
+        let Some(run) = memchr::memchr2(b'%', b'+', &input[i..]) else {
+            out.extend_from_slice(&input[i..]);
+            break;
+        };
+        out.extend_from_slice(&input[i..i + run]);
+        i += run;
         match input[i] {
             b'%' if matches!(input.get(i + 1), Some(b'u' | b'U')) => {
                 match unicode_escape(input, i) {
