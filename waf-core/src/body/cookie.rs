@@ -71,7 +71,9 @@ mod tests {
     }
 
     fn s(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]
@@ -101,10 +103,7 @@ mod tests {
     #[test]
     fn whitespace_rules() {
         // Only the name's leading whitespace and the header's trailing whitespace go.
-        assert_eq!(
-            run(b" a = b ;\tc=d  \t"),
-            s(&[("a ", " b "), ("c", "d")])
-        );
+        assert_eq!(run(b" a = b ;\tc=d  \t"), s(&[("a ", " b "), ("c", "d")]));
     }
 
     #[test]

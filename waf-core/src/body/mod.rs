@@ -19,4 +19,6 @@
 #[allow(dead_code)] // used by the evaluator
 pub(crate) mod cookie;
 #[allow(dead_code)] // used by the evaluator
+pub(crate) mod json;
+#[allow(dead_code)] // used by the evaluator
 pub(crate) mod urlencoded;

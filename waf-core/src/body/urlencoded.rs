@@ -150,10 +150,7 @@ mod tests {
     #[test]
     fn empty_parts_and_missing_equals() {
         let (out, _) = run(b"&a&&b=&=v&c=d=e&");
-        assert_eq!(
-            out,
-            pairs(&[("a", ""), ("b", ""), ("", "v"), ("c", "d=e")])
-        );
+        assert_eq!(out, pairs(&[("a", ""), ("b", ""), ("", "v"), ("c", "d=e")]));
     }
 
     #[test]
