@@ -21,4 +21,6 @@ pub(crate) mod cookie;
 #[allow(dead_code)] // used by the evaluator
 pub(crate) mod json;
 #[allow(dead_code)] // used by the evaluator
+pub(crate) mod multipart;
+#[allow(dead_code)] // used by the evaluator
 pub(crate) mod urlencoded;

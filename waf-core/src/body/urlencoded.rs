@@ -118,13 +118,15 @@ pub(crate) fn hex_val(b: u8) -> Option<u8> {
 mod tests {
     use super::*;
 
-    fn run(input: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>)>, UrlencodedOutcome) {
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn run(input: &[u8]) -> (Pairs, UrlencodedOutcome) {
         let mut out = Vec::new();
         let o = parse(input, b'&', 1000, &mut out);
         (out, o)
     }
 
-    fn pairs(v: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn pairs(v: &[(&str, &str)]) -> Pairs {
         v.iter()
             .map(|(a, b)| (a.as_bytes().to_vec(), b.as_bytes().to_vec()))
             .collect()
