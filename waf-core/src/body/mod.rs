@@ -24,3 +24,5 @@ pub(crate) mod json;
 pub(crate) mod multipart;
 #[allow(dead_code)] // used by the evaluator
 pub(crate) mod urlencoded;
+#[allow(dead_code)] // used by the evaluator
+pub(crate) mod xml;
