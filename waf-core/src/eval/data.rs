@@ -81,7 +81,7 @@ pub(crate) struct MultipartFlags {
     pub(crate) invalid_quoting: bool,
     pub(crate) lf_line: bool,
     pub(crate) missing_semicolon: bool,
-    pub(crate) unmatched_boundary: bool,
+    pub(crate) unmatched_boundary: u8,
     pub(crate) strict_error: bool,
 }
 
@@ -405,7 +405,7 @@ impl TxData {
             V::MultipartInvalidQuoting => flag(self.multipart.invalid_quoting, f),
             V::MultipartLfLine => flag(self.multipart.lf_line, f),
             V::MultipartMissingSemicolon => flag(self.multipart.missing_semicolon, f),
-            V::MultipartUnmatchedBoundary => flag(self.multipart.unmatched_boundary, f),
+            V::MultipartUnmatchedBoundary => number(i128::from(self.multipart.unmatched_boundary), f),
             V::MultipartStrictError => flag(self.multipart.strict_error, f),
             V::Xml => {
                 let attrs = matches!(selector, Selector::Key(k) if k == b"//@*");

@@ -271,18 +271,16 @@ impl TxState {
                 Some(BodyProcessor::Xml) => {
                     match body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT) {
                         Ok(xml) => {
-                            self.data.xml_text = xml.text;
-                            self.data.xml_attrs = xml.attributes;
+                            self.data.xml_text = xml.text_nodes;
+                            self.data.xml_attrs = xml.attr_values;
                         }
                         Err(msg) => self.set_body_error(msg),
                     }
                 }
                 Some(BodyProcessor::Multipart) => {
-                    let limits = body::multipart::MultipartLimits {
-                        max_parts: crate::limits::DEFAULT_MULTIPART_PART_LIMIT,
-                        max_args: config.arguments_limit,
-                    };
+                    let limits = body::multipart::MultipartLimits::default();
                     let mp = body::multipart::parse(&content_type, &body, &limits);
+                    let strict_error = mp.strict_error();
                     self.data
                         .args_post
                         .extend(mp.args.into_iter().map(|(k, v)| Pair::new(k, v)));
@@ -306,7 +304,7 @@ impl TxState {
                     self.data.multipart = data::MultipartFlags {
                         boundary_quoted: fl.boundary_quoted,
                         boundary_whitespace: fl.boundary_whitespace,
-                        crlf_lf_lines: fl.crlf_lf_lines,
+                        crlf_lf_lines: fl.crlf_lf_lines(),
                         data_after: fl.data_after,
                         data_before: fl.data_before,
                         file_limit_exceeded: fl.file_limit_exceeded,
@@ -317,7 +315,7 @@ impl TxState {
                         lf_line: fl.lf_line,
                         missing_semicolon: fl.missing_semicolon,
                         unmatched_boundary: fl.unmatched_boundary,
-                        strict_error: mp.strict_error,
+                        strict_error,
                     };
                     if let Some(msg) = mp.error {
                         self.set_body_error(msg);
@@ -469,9 +467,4 @@ fn mime_of(content_type: &[u8]) -> Vec<u8> {
         .position(|&b| b == b';')
         .unwrap_or(content_type.len());
     content_type[..end].trim_ascii().to_ascii_lowercase()
-}
-
-/// Temporary: used by the body stubs.
-pub(crate) fn percent_decode_for_stub(s: &[u8]) -> Vec<u8> {
-    request::percent_decode(s).into_owned()
 }
