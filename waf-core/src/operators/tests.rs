@@ -292,3 +292,89 @@ fn operators_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Operator>();
 }
+
+/// The CRS rule files, read in place (never copied).
+const CRS_RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/crs/rules");
+
+/// Pulls `(operator name, argument)` out of every `SecRule` of a rule file. A deliberately
+/// small reader (line continuations, the quoted operator, `\"` inside it): the real parser
+/// lives in `seclang/`; this only feeds operators to the compile test below.
+fn crs_operators(text: &str) -> Vec<(String, String)> {
+    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    let mut out = Vec::new();
+    for line in joined.lines().map(str::trim_start) {
+        let Some(rest) = line.strip_prefix("SecRule") else {
+            continue;
+        };
+        // Skip the variables, then read the quoted operator.
+        let rest = rest.trim_start();
+        let Some(after_vars) = rest.find(|c: char| c.is_ascii_whitespace()) else {
+            continue;
+        };
+        let rest = rest[after_vars..].trim_start();
+        let Some(quoted) = rest.strip_prefix('"') else {
+            continue;
+        };
+        let mut operator = String::new();
+        let mut chars = quoted.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('"') => operator.push('"'),
+                    Some(other) => {
+                        operator.push('\\');
+                        operator.push(other);
+                    }
+                    None => break,
+                },
+                '"' => break,
+                c => operator.push(c),
+            }
+        }
+        let operator = operator.strip_prefix('!').unwrap_or(&operator);
+        let (name, argument) = match operator.strip_prefix('@') {
+            Some(op) => match op.split_once(' ') {
+                Some((name, argument)) => (name.to_owned(), argument.to_owned()),
+                None => (op.to_owned(), String::new()),
+            },
+            None => ("rx".to_owned(), operator.to_owned()),
+        };
+        out.push((name, argument));
+    }
+    out
+}
+
+#[test]
+fn every_crs_operator_compiles() {
+    let dir = Path::new(CRS_RULES);
+    if !dir.is_dir() {
+        eprintln!("skipping: CRS rules not found at {}", dir.display());
+        return;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("CRS rules folder is readable")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    files.sort();
+    let mut count = 0;
+    let mut errors = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("rule file is readable");
+        for (name, argument) in crs_operators(&text) {
+            count += 1;
+            if let Err(e) = Operator::compile(&name, &argument, Some(dir)) {
+                errors.push(format!("{}: @{name} {argument:?}: {e}", file.display()));
+            }
+        }
+    }
+    eprintln!("CRS operators compiled: {count}, errors: {}", errors.len());
+    for e in &errors {
+        eprintln!("  {e}");
+    }
+    assert!(errors.is_empty());
+    assert!(
+        count >= 690,
+        "expected about 695 SecRule operators, found {count}"
+    );
+}
