@@ -69,6 +69,11 @@ pub(crate) trait InjectionDetector: fmt::Debug + Send + Sync {
     fn xss(&self, input: &[u8]) -> bool;
 }
 
+/// The detector the operators use. Swapping the implementation happens here, and only here.
+pub(crate) fn default_detector() -> Box<dyn InjectionDetector> {
+    Box::new(Libinjection)
+}
+
 /// The default detector: `barbacane-libinjection` 0.1.1 (pinned), a Rust port of C
 /// libinjection.
 #[derive(Clone, Copy, Debug, Default)]

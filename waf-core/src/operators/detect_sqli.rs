@@ -11,7 +11,7 @@
 //! ```
 
 use super::Captures;
-use crate::detect::{InjectionDetector, Libinjection};
+use crate::detect::{default_detector, InjectionDetector};
 
 /// A compiled `@detectSQLi`.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ impl DetectSqli {
     /// Ignores the argument.
     pub(crate) fn new(_argument: &str) -> Result<DetectSqli, String> {
         Ok(DetectSqli {
-            detector: Box::new(Libinjection),
+            detector: default_detector(),
         })
     }
 

@@ -10,7 +10,7 @@
 //! SecRule ARGS "@detectXSS" "id:941100,phase:2,block,t:none,t:utf8toUnicode,t:urlDecodeUni"
 //! ```
 
-use crate::detect::{InjectionDetector, Libinjection};
+use crate::detect::{default_detector, InjectionDetector};
 
 /// A compiled `@detectXSS`.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ impl DetectXss {
     /// Ignores the argument.
     pub(crate) fn new(_argument: &str) -> Result<DetectXss, String> {
         Ok(DetectXss {
-            detector: Box::new(Libinjection),
+            detector: default_detector(),
         })
     }
 

@@ -43,7 +43,9 @@ mod validate_byte_range;
 mod validate_url_encoding;
 mod validate_utf8_encoding;
 mod verify_cc;
+mod verify_cpf;
 mod verify_ssn;
+mod verify_svnr;
 mod within;
 
 #[cfg(test)]
@@ -130,8 +132,12 @@ pub(crate) enum Operator {
     ValidateUtf8Encoding(validate_utf8_encoding::ValidateUtf8Encoding),
     /// `@verifyCC`.
     VerifyCc(verify_cc::VerifyCc),
+    /// `@verifyCPF`.
+    VerifyCpf(verify_cpf::VerifyCpf),
     /// `@verifySSN`.
     VerifySsn(verify_ssn::VerifySsn),
+    /// `@verifySVNR`.
+    VerifySvnr(verify_svnr::VerifySvnr),
     /// `@within`.
     Within(within::Within),
 }
@@ -182,7 +188,9 @@ impl Operator {
                 Operator::ValidateUtf8Encoding(validate_utf8_encoding::ValidateUtf8Encoding)
             }
             "verifycc" => Operator::VerifyCc(verify_cc::VerifyCc::new(argument)?),
+            "verifycpf" => Operator::VerifyCpf(verify_cpf::VerifyCpf::new(argument)?),
             "verifyssn" => Operator::VerifySsn(verify_ssn::VerifySsn::new(argument)?),
+            "verifysvnr" => Operator::VerifySvnr(verify_svnr::VerifySvnr::new(argument)?),
             "within" => Operator::Within(within::Within::new(argument)?),
             _ => return Err(unsupported(name, &lower)),
         };
@@ -220,7 +228,9 @@ impl Operator {
             Operator::ValidateUrlEncoding(op) => op.evaluate(input),
             Operator::ValidateUtf8Encoding(op) => op.evaluate(input),
             Operator::VerifyCc(op) => op.evaluate(input, captures),
+            Operator::VerifyCpf(op) => op.evaluate(input, captures),
             Operator::VerifySsn(op) => op.evaluate(input, captures),
+            Operator::VerifySvnr(op) => op.evaluate(input, captures),
             Operator::Within(op) => op.evaluate(input, expander),
         }
     }
@@ -237,7 +247,7 @@ fn unsupported(name: &str, lower: &str) -> String {
         "gsblookup" => "Google Safe Browsing lookups are I/O",
         "rsub" => "deprecated in ModSecurity v3 and not used by CRS",
         "validatehash" => "not implemented by ModSecurity v3",
-        "validatenid" | "verifycpf" | "verifysvnr" => "not used by CRS",
+        "validatenid" => "a ModSecurity v2 operator, not in v3 and not used by CRS",
         _ => return format!("unknown operator @{name}"),
     };
     format!("unsupported operator @{name}: {why}")

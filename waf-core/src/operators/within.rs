@@ -3,8 +3,9 @@
 //! **What.** Case-sensitive substring test, reversed: the *argument* is searched for the
 //! *value*. An empty value is found in any argument; a non-empty value is not found in an
 //! empty argument (ModSecurity). Note the argument is not split into words: `@within GET
-//! POST` matches `D P`, as in ModSecurity; CRS surrounds each entry with `|` or spaces and
-//! compares whole tokens with its own transformations.
+//! HEAD POST` matches `D P`, as in ModSecurity and Coraza. Where partial matches would matter,
+//! CRS delimits both the list entries and the value: `|text/xml|` in
+//! `tx.allowed_request_content_type`, `.bak/` in `tx.restricted_extensions`.
 //!
 //! **Argument.** A string, macros allowed (CRS: `%{tx.allowed_methods}`).
 //!
