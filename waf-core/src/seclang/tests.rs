@@ -980,3 +980,239 @@ fn inc030_crs_install_layout() {
     sorted.sort();
     assert_eq!(files, sorted);
 }
+
+// ---- round trip: parse → print → parse ----
+
+/// Prints a directive back as SecLang (enough for the round-trip test; not a public printer).
+fn print(kind: &DirectiveKind) -> String {
+    fn quote(s: &str) -> String {
+        format!("\"{}\"", s.replace('"', "\\\""))
+    }
+    fn vars(v: &[VariableAst]) -> String {
+        let parts: Vec<String> = v
+            .iter()
+            .map(|v| {
+                let mut s = String::new();
+                if v.exclusion {
+                    s.push('!');
+                }
+                if v.count {
+                    s.push('&');
+                }
+                s.push_str(&v.name);
+                match &v.selector {
+                    None => {}
+                    Some(SelectorAst::Regex(r)) => s.push_str(&format!(":/{r}/")),
+                    Some(SelectorAst::Key(k)) if k.contains(['|', '\'', ' ']) => {
+                        s.push_str(&format!(":'{}'", k.replace('\'', "\\'")))
+                    }
+                    Some(SelectorAst::Key(k)) => s.push_str(&format!(":{k}")),
+                }
+                s
+            })
+            .collect();
+        quote(&parts.join("|"))
+    }
+    fn acts(a: &[ActionAst]) -> String {
+        let parts: Vec<String> = a
+            .iter()
+            .map(|a| match &a.value {
+                None => a.name.clone(),
+                Some(v) => format!("{}:'{}'", a.name, v.replace('\'', "\\'")),
+            })
+            .collect();
+        quote(&parts.join(","))
+    }
+    fn ids(ids: &[IdRange]) -> String {
+        let parts: Vec<String> = ids
+            .iter()
+            .map(|r| {
+                if r.start == r.end {
+                    r.start.to_string()
+                } else {
+                    format!("{}-{}", r.start, r.end)
+                }
+            })
+            .collect();
+        parts.join(",")
+    }
+    fn replaced(r: &Option<Vec<VariableAst>>) -> String {
+        r.as_ref()
+            .map(|r| format!(" {}", vars(r)))
+            .unwrap_or_default()
+    }
+    match kind {
+        DirectiveKind::Rule(r) => {
+            let op = format!(
+                "{}@{} {}",
+                if r.operator.negated { "!" } else { "" },
+                r.operator.name,
+                r.operator.argument
+            );
+            format!(
+                "SecRule {} {} {}",
+                vars(&r.variables),
+                quote(&op),
+                acts(&r.actions)
+            )
+        }
+        DirectiveKind::Action(a) => format!("SecAction {}", acts(a)),
+        DirectiveKind::DefaultAction(a) => format!("SecDefaultAction {}", acts(a)),
+        DirectiveKind::Marker(m) => format!("SecMarker {}", quote(m)),
+        DirectiveKind::RemoveById(r) => format!("SecRuleRemoveById {}", ids(r)),
+        DirectiveKind::RemoveByTag(t) => format!("SecRuleRemoveByTag {}", quote(t)),
+        DirectiveKind::RemoveByMsg(m) => format!("SecRuleRemoveByMsg {}", quote(m)),
+        DirectiveKind::UpdateTargetById {
+            ids: i,
+            targets,
+            replaced: r,
+        } => format!(
+            "SecRuleUpdateTargetById {} {}{}",
+            ids(i),
+            vars(targets),
+            replaced(r)
+        ),
+        DirectiveKind::UpdateTargetByTag {
+            tag,
+            targets,
+            replaced: r,
+        } => format!(
+            "SecRuleUpdateTargetByTag {} {}{}",
+            quote(tag),
+            vars(targets),
+            replaced(r)
+        ),
+        DirectiveKind::UpdateTargetByMsg {
+            msg,
+            targets,
+            replaced: r,
+        } => format!(
+            "SecRuleUpdateTargetByMsg {} {}{}",
+            quote(msg),
+            vars(targets),
+            replaced(r)
+        ),
+        DirectiveKind::UpdateActionById { id, actions } => {
+            format!("SecRuleUpdateActionById {id} {}", acts(actions))
+        }
+        DirectiveKind::Setting { name, args } => {
+            let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+            format!("{name} {}", args.join(" "))
+        }
+    }
+}
+
+/// The AST with every span set to one place, to compare parses of different texts.
+fn without_spans(kind: &DirectiveKind) -> DirectiveKind {
+    let here = Span {
+        file: "x".into(),
+        line: 1,
+        column: 1,
+    };
+    let vars = |v: &[VariableAst]| -> Vec<VariableAst> {
+        v.iter()
+            .map(|v| VariableAst {
+                span: here.clone(),
+                ..v.clone()
+            })
+            .collect()
+    };
+    let acts = |a: &[ActionAst]| -> Vec<ActionAst> {
+        a.iter()
+            .map(|a| ActionAst {
+                span: here.clone(),
+                ..a.clone()
+            })
+            .collect()
+    };
+    match kind {
+        DirectiveKind::Rule(r) => DirectiveKind::Rule(RuleAst {
+            variables: vars(&r.variables),
+            operator: OperatorAst {
+                span: here.clone(),
+                ..r.operator.clone()
+            },
+            actions: acts(&r.actions),
+        }),
+        DirectiveKind::Action(a) => DirectiveKind::Action(acts(a)),
+        DirectiveKind::DefaultAction(a) => DirectiveKind::DefaultAction(acts(a)),
+        DirectiveKind::UpdateTargetById {
+            ids,
+            targets,
+            replaced,
+        } => DirectiveKind::UpdateTargetById {
+            ids: ids.clone(),
+            targets: vars(targets),
+            replaced: replaced.as_deref().map(vars),
+        },
+        DirectiveKind::UpdateTargetByTag {
+            tag,
+            targets,
+            replaced,
+        } => DirectiveKind::UpdateTargetByTag {
+            tag: tag.clone(),
+            targets: vars(targets),
+            replaced: replaced.as_deref().map(vars),
+        },
+        DirectiveKind::UpdateTargetByMsg {
+            msg,
+            targets,
+            replaced,
+        } => DirectiveKind::UpdateTargetByMsg {
+            msg: msg.clone(),
+            targets: vars(targets),
+            replaced: replaced.as_deref().map(vars),
+        },
+        DirectiveKind::UpdateActionById { id, actions } => DirectiveKind::UpdateActionById {
+            id: *id,
+            actions: acts(actions),
+        },
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn round000_crs_parse_print_parse() {
+    let mut ds = crs_rules();
+    ds.extend(
+        parse_file(Path::new(&format!("{CRS}/crs-setup.conf.example"))).expect("setup parses"),
+    );
+    ds.extend(
+        parse_file(Path::new(&format!(
+            "{CRS}/reference/coraza/coraza.conf-recommended"
+        )))
+        .expect("base parses"),
+    );
+    for d in &ds {
+        let text = print(&d.kind);
+        let again = parse_str("printed.conf", &text)
+            .unwrap_or_else(|e| panic!("{:?}: printed text does not parse: {e}", d.span));
+        assert_eq!(again.len(), 1, "{text}");
+        assert_eq!(
+            without_spans(&again[0].kind),
+            without_spans(&d.kind),
+            "{:?}: {text}",
+            d.span
+        );
+    }
+}
+
+#[test]
+fn round010_tricky_pieces() {
+    for text in [
+        r#"SecRule ARGS:'a b'|!ARGS:/x\/y/|&TX:'it\'s' "@rx a\"b\\" "msg:'it\'s, fine',t:none""#,
+        r#"SecRule REQUEST_HEADERS "@contains \"" "id:8""#,
+        r#"SecRuleUpdateTargetByMsg "a \"b\"" "!ARGS:x" "ARGS""#,
+        "SecRuleRemoveById 1-5 7",
+        r#"SecAuditLogParts "ABIJDEFHZ""#,
+    ] {
+        let first = one(text);
+        let printed = print(&first);
+        let second = one(&printed);
+        assert_eq!(
+            without_spans(&first),
+            without_spans(&second),
+            "{text} -> {printed}"
+        );
+    }
+}
