@@ -336,7 +336,6 @@ fn single_action_list(
 }
 
 /// `"TARGETS" ["REPLACED"]` of the `SecRuleUpdateTarget*` directives.
-#[allow(clippy::type_complexity)]
 fn update_targets(
     loc: &Locator<'_>,
     tok: &mut Tokenizer<'_>,
