@@ -122,10 +122,16 @@ impl<'a> Lines<'a> {
                 }
             };
             let raw = raw.strip_suffix('\r').unwrap_or(raw);
+            // A byte order mark at the start of the file counts as leading whitespace.
+            let raw_no_bom = match phys_start {
+                0 => raw.strip_prefix('\u{feff}').unwrap_or(raw),
+                _ => raw,
+            };
+            let bom = raw.len() - raw_no_bom.len();
             let phys_end = phys_start + raw.len();
             self.line_no = self.line_no.saturating_add(1);
-            let trimmed_start = raw.trim_start();
-            let lead = raw.len() - trimmed_start.len();
+            let trimmed_start = raw_no_bom.trim_start();
+            let lead = bom + raw_no_bom.len() - trimmed_start.len();
             let trimmed = trimmed_start.trim_end();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;

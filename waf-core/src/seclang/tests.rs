@@ -345,6 +345,29 @@ fn line000_comments_blank_and_continuations() {
 }
 
 #[test]
+fn line005_bom_and_continuation_at_eof() {
+    let ds = parse_str("t.conf", "\u{feff}SecMarker A\nSecAction \"id:1\" \\").expect("parses");
+    assert_eq!(ds[0].kind, DirectiveKind::Marker("A".into()));
+    assert_eq!((ds[0].span.line, ds[0].span.column), (1, 4));
+    assert!(matches!(ds[1].kind, DirectiveKind::Action(_)));
+}
+
+#[test]
+fn line007_non_utf8_bytes() {
+    let t = TempDir::new("latin1");
+    let p = t.0.join("l1.conf");
+    std::fs::write(&p, b"# caf\xe9 comment\nSecMarker A\n").expect("write");
+    assert_eq!(parse_file(&p).expect("comment bytes are fine").len(), 1);
+    std::fs::write(&p, b"SecMarker A\n  SecMarker caf\xe9\n").expect("write");
+    let e = parse_file(&p).expect_err("latin-1 in a directive");
+    assert_eq!(e.message, "unsupported byte 0xe9: rule text must be UTF-8");
+    assert_eq!(at(&e), (2, 16));
+    let inc = t.write("inc.conf", "Include l1.conf\n");
+    let e = parse_file(&inc).expect_err("through include");
+    assert!(e.span.file.ends_with("l1.conf"));
+}
+
+#[test]
 fn line010_crlf_and_no_final_newline() {
     let ds = parse_str("t.conf", "SecRuleEngine On\r\nSecMarker \"x y\"").expect("parses");
     assert_eq!(
