@@ -1255,3 +1255,33 @@ fn round010_tricky_pieces() {
         );
     }
 }
+
+/// Names in CRS are plain words: a name with a quote, space or comma in it means a mis-split.
+#[test]
+fn crs050_names_are_words() {
+    let ds = crs_rules();
+    let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    for d in &ds {
+        let (vars, actions): (&[VariableAst], &[ActionAst]) = match &d.kind {
+            DirectiveKind::Rule(r) => {
+                assert!(word(&r.operator.name), "{:?}", r.operator);
+                (&r.variables, &r.actions)
+            }
+            DirectiveKind::Action(a) => (&[], a),
+            DirectiveKind::UpdateTargetById { targets, .. } => (targets, &[]),
+            _ => (&[], &[]),
+        };
+        for v in vars {
+            assert!(
+                word(&v.name) && v.name == v.name.to_ascii_uppercase(),
+                "{v:?}"
+            );
+        }
+        for a in actions {
+            assert!(word(&a.name), "{a:?}");
+            if let Some(v) = &a.value {
+                assert!(!v.starts_with('\'') && !v.ends_with('\''), "{a:?}");
+            }
+        }
+    }
+}
