@@ -1285,3 +1285,62 @@ fn crs050_names_are_words() {
         }
     }
 }
+
+/// The setup Coraza's CRS regression run loads before CRS (a comment line sits inside the
+/// continued `SecAction`, which Coraza skips).
+#[test]
+fn crs060_regression_test_setup() {
+    let text = r#"
+SecResponseBodyMimeType text/plain
+SecDefaultAction "phase:3,log,auditlog,pass"
+SecDefaultAction "phase:4,log,auditlog,pass"
+
+SecAction "id:900005,\
+  phase:1,\
+  nolog,\
+  pass,\
+  ctl:ruleEngine=DetectionOnly,\
+  ctl:ruleRemoveById=910000,\
+  # Interferes with ftw log scanning
+  ctl:ruleRemoveById=920250,\
+  setvar:tx.paranoia_level=4,\
+  setvar:tx.crs_validate_utf8_encoding=1,\
+  setvar:tx.arg_name_length=100,\
+  setvar:tx.arg_length=400,\
+  setvar:tx.total_arg_length=64000,\
+  setvar:tx.max_num_args=255,\
+  setvar:tx.max_file_size=64100,\
+  setvar:tx.combined_file_sizes=65535"
+
+# Write the value from the X-CRS-Test header as a marker to the log
+SecRule REQUEST_HEADERS:X-CRS-Test "@rx ^.*$" \
+  "id:999999,\
+  phase:1,\
+  log,\
+  msg:'X-CRS-Test %{MATCHED_VAR}',\
+  pass,\
+  t:none,\
+  ctl:ruleRemoveById=1-999999"
+"#;
+    let ds = parse_str("setup.conf", text).expect("parses");
+    assert_eq!(ds.len(), 5);
+    let DirectiveKind::Action(a) = &ds[3].kind else {
+        panic!("SecAction")
+    };
+    assert_eq!(a.len(), 15);
+    assert_eq!(a[6].value.as_deref(), Some("ruleRemoveById=920250"));
+    assert_eq!((a[6].span.line, a[6].span.column), (13, 3));
+    let r = match &ds[4].kind {
+        DirectiveKind::Rule(r) => r,
+        k => panic!("{k:?}"),
+    };
+    assert_eq!(r.variables[0].selector, key("X-CRS-Test"));
+    assert_eq!(
+        action_value(&r.actions, "msg"),
+        Some("X-CRS-Test %{MATCHED_VAR}")
+    );
+    assert_eq!(
+        action_value(&r.actions, "ctl"),
+        Some("ruleRemoveById=1-999999")
+    );
+}
