@@ -245,21 +245,30 @@ impl<'a> Tokenizer<'a> {
             return self.single_quoted(loc, start).map(Some);
         }
         let mut i = start;
-        let mut in_quote = false;
+        // In a target or action list, `'` right after `:` opens a quoted key or value that
+        // may hold spaces (`ARGS:'a b'`, `msg:'a b'`); inside it `\'` does not close it.
+        let mut quote_at: Option<usize> = None;
         while let Some(&b) = bytes.get(i) {
             if bare == Bare::SingleQuoteAware {
-                if b == b'\\' {
-                    i += 2;
-                    continue;
-                }
-                if b == b'\'' {
-                    in_quote = !in_quote;
+                match (quote_at, b) {
+                    (Some(_), b'\\') => {
+                        i += 2;
+                        continue;
+                    }
+                    (Some(_), b'\'') => quote_at = None,
+                    (None, b'\'') if i > start && bytes.get(i - 1) == Some(&b':') => {
+                        quote_at = Some(i);
+                    }
+                    _ => {}
                 }
             }
-            if !in_quote && is_space(b) {
+            if quote_at.is_none() && is_space(b) {
                 break;
             }
             i += 1;
+        }
+        if let Some(q) = quote_at {
+            return Err(loc.error(q, "unclosed quote"));
         }
         let end = i.min(bytes.len());
         self.pos = end;

@@ -695,6 +695,13 @@ fn err010_unclosed_quotes() {
     let e = err("SecRule ARGS:'abc \"@rx x\"");
     assert_eq!(e.message, "unclosed quote");
     assert_eq!(at(&e), (1, 14));
+    let e = err("SecAction id:1,msg:'abc");
+    assert_eq!(e.message, "unclosed quote");
+    assert_eq!(at(&e), (1, 20));
+    // A quote elsewhere in a bare target list is just a byte (Coraza).
+    let r = one_rule("SecRule ARGS:/it's/|ARGS:a'b \"@rx x\"");
+    assert_eq!(r.variables[0].selector, re("it's"));
+    assert_eq!(r.variables[1].selector, key("a'b"));
 }
 
 #[test]
