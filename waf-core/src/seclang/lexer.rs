@@ -245,7 +245,7 @@ impl<'a> Tokenizer<'a> {
             return self.single_quoted(loc, start).map(Some);
         }
         let mut i = start;
-        // In a target or action list, `'` right after `:` opens a quoted key or value that
+        // In a target or action list, `'` right after `:` or `=` opens a quoted key or value that
         // may hold spaces (`ARGS:'a b'`, `msg:'a b'`); inside it `\'` does not close it.
         let mut quote_at: Option<usize> = None;
         while let Some(&b) = bytes.get(i) {
@@ -256,7 +256,7 @@ impl<'a> Tokenizer<'a> {
                         continue;
                     }
                     (Some(_), b'\'') => quote_at = None,
-                    (None, b'\'') if i > start && bytes.get(i - 1) == Some(&b':') => {
+                    (None, b'\'') if i > start && matches!(bytes.get(i - 1), Some(b':' | b'=')) => {
                         quote_at = Some(i);
                     }
                     _ => {}

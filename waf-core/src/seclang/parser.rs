@@ -656,7 +656,11 @@ fn actions(loc: &Locator<'_>, t: &Token) -> Result<Vec<ActionAst>, ParseError> {
             Some(b'\'') => {
                 quote_at = match quote_at {
                     Some(_) => None,
-                    None => Some(i),
+                    // A quote opens only where a value starts (`msg:'a, b'`,
+                    // `setvar:tx.x='a, b'`), so `msg:it's` keeps its apostrophe, as in
+                    // ModSecurity; Coraza toggles on every quote.
+                    None if opens_value(b.get(piece_start..i).unwrap_or(&[])) => Some(i),
+                    None => None,
                 };
             }
             Some(b',') if quote_at.is_none() => {
@@ -674,6 +678,11 @@ fn actions(loc: &Locator<'_>, t: &Token) -> Result<Vec<ActionAst>, ParseError> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Whether a `'` after `before` (the action text so far) starts a quoted value.
+fn opens_value(before: &[u8]) -> bool {
+    matches!(before.trim_ascii_end().last(), Some(b':' | b'='))
 }
 
 /// One `name[:value]` piece of an action list, `start..end` in the token text.

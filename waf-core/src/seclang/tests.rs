@@ -583,6 +583,18 @@ fn act000_values() {
 }
 
 #[test]
+fn act005_apostrophes_and_quotes_after_equals() {
+    let a = acts("msg:it's fine,deny");
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0].value.as_deref(), Some("it's fine"));
+    let a = acts("setvar:tx.x='a, b',pass");
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0].value.as_deref(), Some("tx.x='a, b'"));
+    let a = acts("msg: 'a, b' ,pass");
+    assert_eq!(a[0].value.as_deref(), Some("a, b"));
+}
+
+#[test]
 fn act010_empty_and_trailing_commas() {
     assert!(acts("").is_empty());
     assert_eq!(acts("id:1,,deny,").len(), 2);
