@@ -122,10 +122,16 @@ impl<'a> Lines<'a> {
                 }
             };
             let raw = raw.strip_suffix('\r').unwrap_or(raw);
+            // A byte order mark at the start of the file counts as leading whitespace.
+            let raw_no_bom = match phys_start {
+                0 => raw.strip_prefix('\u{feff}').unwrap_or(raw),
+                _ => raw,
+            };
+            let bom = raw.len() - raw_no_bom.len();
             let phys_end = phys_start + raw.len();
             self.line_no = self.line_no.saturating_add(1);
-            let trimmed_start = raw.trim_start();
-            let lead = raw.len() - trimmed_start.len();
+            let trimmed_start = raw_no_bom.trim_start();
+            let lead = bom + raw_no_bom.len() - trimmed_start.len();
             let trimmed = trimmed_start.trim_end();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
@@ -239,21 +245,30 @@ impl<'a> Tokenizer<'a> {
             return self.single_quoted(loc, start).map(Some);
         }
         let mut i = start;
-        let mut in_quote = false;
+        // In a target or action list, `'` right after `:` or `=` opens a quoted key or value that
+        // may hold spaces (`ARGS:'a b'`, `msg:'a b'`); inside it `\'` does not close it.
+        let mut quote_at: Option<usize> = None;
         while let Some(&b) = bytes.get(i) {
             if bare == Bare::SingleQuoteAware {
-                if b == b'\\' {
-                    i += 2;
-                    continue;
-                }
-                if b == b'\'' {
-                    in_quote = !in_quote;
+                match (quote_at, b) {
+                    (Some(_), b'\\') => {
+                        i += 2;
+                        continue;
+                    }
+                    (Some(_), b'\'') => quote_at = None,
+                    (None, b'\'') if i > start && matches!(bytes.get(i - 1), Some(b':' | b'=')) => {
+                        quote_at = Some(i);
+                    }
+                    _ => {}
                 }
             }
-            if !in_quote && is_space(b) {
+            if quote_at.is_none() && is_space(b) {
                 break;
             }
             i += 1;
+        }
+        if let Some(q) = quote_at {
+            return Err(loc.error(q, "unclosed quote"));
         }
         let end = i.min(bytes.len());
         self.pos = end;

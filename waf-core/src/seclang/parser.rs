@@ -27,7 +27,7 @@ pub(super) fn parse_str(name: &str, text: &str) -> Result<Vec<Directive>, ParseE
 pub(super) fn parse_file(path: &Path) -> Result<Vec<Directive>, ParseError> {
     let mut parser = Parser::default();
     let file: Arc<str> = Arc::from(path.display().to_string());
-    let text = std::fs::read_to_string(path).map_err(|e| ParseError {
+    let bytes = std::fs::read(path).map_err(|e| ParseError {
         span: Span {
             file: Arc::clone(&file),
             line: 0,
@@ -36,9 +36,46 @@ pub(super) fn parse_file(path: &Path) -> Result<Vec<Directive>, ParseError> {
         message: format!("cannot read {}: {e}", path.display()),
         line_text: String::new(),
     })?;
+    let text = decode(&file, bytes)?;
     parser.stack.push(canonical(path));
     parser.parse_text(file, path.parent().map(Path::to_path_buf), &text, 0)?;
     Ok(parser.out)
+}
+
+/// Rule text as UTF-8. Comment lines may hold any bytes (older rule sets have Latin-1 in
+/// comments; they are skipped anyway); elsewhere a byte that is not UTF-8 is an error at its
+/// place, since the syntax tree holds text.
+fn decode(file: &Arc<str>, bytes: Vec<u8>) -> Result<String, ParseError> {
+    let bytes = match String::from_utf8(bytes) {
+        Ok(text) => return Ok(text),
+        Err(e) => e.into_bytes(),
+    };
+    let mut out = String::with_capacity(bytes.len());
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match std::str::from_utf8(line) {
+            Ok(l) => out.push_str(l),
+            Err(_) if line.trim_ascii_start().starts_with(b"#") => {
+                out.push_str(&String::from_utf8_lossy(line));
+            }
+            Err(e) => {
+                let at = e.valid_up_to();
+                let byte = line.get(at).copied().unwrap_or(0);
+                return Err(ParseError {
+                    span: Span {
+                        file: Arc::clone(file),
+                        line: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                        column: u32::try_from(at + 1).unwrap_or(u32::MAX),
+                    },
+                    message: format!("unsupported byte 0x{byte:02x}: rule text must be UTF-8"),
+                    line_text: String::from_utf8_lossy(line).trim_end().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn canonical(path: &Path) -> PathBuf {
@@ -215,7 +252,7 @@ impl Parser {
             vec![full]
         };
         for path in paths {
-            let text = std::fs::read_to_string(&path).map_err(|e| {
+            let bytes = std::fs::read(&path).map_err(|e| {
                 loc.error(
                     path_tok.start,
                     format!("cannot read {}: {e}", path.display()),
@@ -233,6 +270,7 @@ impl Parser {
             }
             self.stack.push(canon);
             let file: Arc<str> = Arc::from(path.display().to_string());
+            let text = decode(&file, bytes)?;
             self.parse_text(file, path.parent().map(Path::to_path_buf), &text, depth + 1)?;
             self.stack.pop();
         }
@@ -336,7 +374,6 @@ fn single_action_list(
 }
 
 /// `"TARGETS" ["REPLACED"]` of the `SecRuleUpdateTarget*` directives.
-#[allow(clippy::type_complexity)]
 fn update_targets(
     loc: &Locator<'_>,
     tok: &mut Tokenizer<'_>,
@@ -619,7 +656,11 @@ fn actions(loc: &Locator<'_>, t: &Token) -> Result<Vec<ActionAst>, ParseError> {
             Some(b'\'') => {
                 quote_at = match quote_at {
                     Some(_) => None,
-                    None => Some(i),
+                    // A quote opens only where a value starts (`msg:'a, b'`,
+                    // `setvar:tx.x='a, b'`), so `msg:it's` keeps its apostrophe, as in
+                    // ModSecurity; Coraza toggles on every quote.
+                    None if opens_value(b.get(piece_start..i).unwrap_or(&[])) => Some(i),
+                    None => None,
                 };
             }
             Some(b',') if quote_at.is_none() => {
@@ -637,6 +678,11 @@ fn actions(loc: &Locator<'_>, t: &Token) -> Result<Vec<ActionAst>, ParseError> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Whether a `'` after `before` (the action text so far) starts a quoted value.
+fn opens_value(before: &[u8]) -> bool {
+    matches!(before.trim_ascii_end().last(), Some(b':' | b'='))
 }
 
 /// One `name[:value]` piece of an action list, `start..end` in the token text.

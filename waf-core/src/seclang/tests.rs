@@ -345,6 +345,29 @@ fn line000_comments_blank_and_continuations() {
 }
 
 #[test]
+fn line005_bom_and_continuation_at_eof() {
+    let ds = parse_str("t.conf", "\u{feff}SecMarker A\nSecAction \"id:1\" \\").expect("parses");
+    assert_eq!(ds[0].kind, DirectiveKind::Marker("A".into()));
+    assert_eq!((ds[0].span.line, ds[0].span.column), (1, 4));
+    assert!(matches!(ds[1].kind, DirectiveKind::Action(_)));
+}
+
+#[test]
+fn line007_non_utf8_bytes() {
+    let t = TempDir::new("latin1");
+    let p = t.0.join("l1.conf");
+    std::fs::write(&p, b"# caf\xe9 comment\nSecMarker A\n").expect("write");
+    assert_eq!(parse_file(&p).expect("comment bytes are fine").len(), 1);
+    std::fs::write(&p, b"SecMarker A\n  SecMarker caf\xe9\n").expect("write");
+    let e = parse_file(&p).expect_err("latin-1 in a directive");
+    assert_eq!(e.message, "unsupported byte 0xe9: rule text must be UTF-8");
+    assert_eq!(at(&e), (2, 16));
+    let inc = t.write("inc.conf", "Include l1.conf\n");
+    let e = parse_file(&inc).expect_err("through include");
+    assert!(e.span.file.ends_with("l1.conf"));
+}
+
+#[test]
 fn line010_crlf_and_no_final_newline() {
     let ds = parse_str("t.conf", "SecRuleEngine On\r\nSecMarker \"x y\"").expect("parses");
     assert_eq!(
@@ -511,6 +534,11 @@ fn var020_quoted_keys() {
     assert_eq!(v[1].selector, re("a|b"));
     let v = vars("ARGS:'/'");
     assert_eq!(v[0].selector, key("/"));
+    let v = vars(r#""ARGS | ARGS_NAMES |REQUEST_HEADERS:x""#);
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[1].name, "ARGS_NAMES");
+    assert_eq!(v[2].selector, key("x"));
+    assert_eq!(v[1].span.column, 17);
     let v = vars(r#""ARGS:'a|b'|ARGS_NAMES""#);
     assert_eq!(v[0].selector, key("a|b"));
     assert_eq!(v[1].name, "ARGS_NAMES");
@@ -552,6 +580,18 @@ fn act000_values() {
         ]
     );
     assert_eq!(a[1].span.column, 18);
+}
+
+#[test]
+fn act005_apostrophes_and_quotes_after_equals() {
+    let a = acts("msg:it's fine,deny");
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0].value.as_deref(), Some("it's fine"));
+    let a = acts("setvar:tx.x='a, b',pass");
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0].value.as_deref(), Some("tx.x='a, b'"));
+    let a = acts("msg: 'a, b' ,pass");
+    assert_eq!(a[0].value.as_deref(), Some("a, b"));
 }
 
 #[test]
@@ -667,6 +707,13 @@ fn err010_unclosed_quotes() {
     let e = err("SecRule ARGS:'abc \"@rx x\"");
     assert_eq!(e.message, "unclosed quote");
     assert_eq!(at(&e), (1, 14));
+    let e = err("SecAction id:1,msg:'abc");
+    assert_eq!(e.message, "unclosed quote");
+    assert_eq!(at(&e), (1, 20));
+    // A quote elsewhere in a bare target list is just a byte (Coraza).
+    let r = one_rule("SecRule ARGS:/it's/|ARGS:a'b \"@rx x\"");
+    assert_eq!(r.variables[0].selector, re("it's"));
+    assert_eq!(r.variables[1].selector, key("a'b"));
 }
 
 #[test]
@@ -923,6 +970,17 @@ fn perf000_crs_parse_time() {
         assert_eq!(n, 788);
     }
     println!("crs parse (27 files, in memory): {best:?}");
+    let mut best = std::time::Duration::MAX;
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let n: usize = files
+            .iter()
+            .map(|f| parse_file(f).expect("parses").len())
+            .sum();
+        best = best.min(start.elapsed());
+        assert_eq!(n, 788);
+    }
+    println!("crs parse (27 files, parse_file): {best:?}");
 }
 
 #[test]
@@ -979,4 +1037,329 @@ fn inc030_crs_install_layout() {
     let mut sorted = files.clone();
     sorted.sort();
     assert_eq!(files, sorted);
+}
+
+// ---- round trip: parse → print → parse ----
+
+/// Prints a directive back as SecLang (enough for the round-trip test; not a public printer).
+fn print(kind: &DirectiveKind) -> String {
+    fn quote(s: &str) -> String {
+        format!("\"{}\"", s.replace('"', "\\\""))
+    }
+    fn vars(v: &[VariableAst]) -> String {
+        let parts: Vec<String> = v
+            .iter()
+            .map(|v| {
+                let mut s = String::new();
+                if v.exclusion {
+                    s.push('!');
+                }
+                if v.count {
+                    s.push('&');
+                }
+                s.push_str(&v.name);
+                match &v.selector {
+                    None => {}
+                    Some(SelectorAst::Regex(r)) => s.push_str(&format!(":/{r}/")),
+                    Some(SelectorAst::Key(k)) if k.contains(['|', '\'', ' ']) => {
+                        s.push_str(&format!(":'{}'", k.replace('\'', "\\'")))
+                    }
+                    Some(SelectorAst::Key(k)) => s.push_str(&format!(":{k}")),
+                }
+                s
+            })
+            .collect();
+        quote(&parts.join("|"))
+    }
+    fn acts(a: &[ActionAst]) -> String {
+        let parts: Vec<String> = a
+            .iter()
+            .map(|a| match &a.value {
+                None => a.name.clone(),
+                Some(v) => format!("{}:'{}'", a.name, v.replace('\'', "\\'")),
+            })
+            .collect();
+        quote(&parts.join(","))
+    }
+    fn ids(ids: &[IdRange]) -> String {
+        let parts: Vec<String> = ids
+            .iter()
+            .map(|r| {
+                if r.start == r.end {
+                    r.start.to_string()
+                } else {
+                    format!("{}-{}", r.start, r.end)
+                }
+            })
+            .collect();
+        parts.join(",")
+    }
+    fn replaced(r: &Option<Vec<VariableAst>>) -> String {
+        r.as_ref()
+            .map(|r| format!(" {}", vars(r)))
+            .unwrap_or_default()
+    }
+    match kind {
+        DirectiveKind::Rule(r) => {
+            let op = format!(
+                "{}@{} {}",
+                if r.operator.negated { "!" } else { "" },
+                r.operator.name,
+                r.operator.argument
+            );
+            format!(
+                "SecRule {} {} {}",
+                vars(&r.variables),
+                quote(&op),
+                acts(&r.actions)
+            )
+        }
+        DirectiveKind::Action(a) => format!("SecAction {}", acts(a)),
+        DirectiveKind::DefaultAction(a) => format!("SecDefaultAction {}", acts(a)),
+        DirectiveKind::Marker(m) => format!("SecMarker {}", quote(m)),
+        DirectiveKind::RemoveById(r) => format!("SecRuleRemoveById {}", ids(r)),
+        DirectiveKind::RemoveByTag(t) => format!("SecRuleRemoveByTag {}", quote(t)),
+        DirectiveKind::RemoveByMsg(m) => format!("SecRuleRemoveByMsg {}", quote(m)),
+        DirectiveKind::UpdateTargetById {
+            ids: i,
+            targets,
+            replaced: r,
+        } => format!(
+            "SecRuleUpdateTargetById {} {}{}",
+            ids(i),
+            vars(targets),
+            replaced(r)
+        ),
+        DirectiveKind::UpdateTargetByTag {
+            tag,
+            targets,
+            replaced: r,
+        } => format!(
+            "SecRuleUpdateTargetByTag {} {}{}",
+            quote(tag),
+            vars(targets),
+            replaced(r)
+        ),
+        DirectiveKind::UpdateTargetByMsg {
+            msg,
+            targets,
+            replaced: r,
+        } => format!(
+            "SecRuleUpdateTargetByMsg {} {}{}",
+            quote(msg),
+            vars(targets),
+            replaced(r)
+        ),
+        DirectiveKind::UpdateActionById { id, actions } => {
+            format!("SecRuleUpdateActionById {id} {}", acts(actions))
+        }
+        DirectiveKind::Setting { name, args } => {
+            let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+            format!("{name} {}", args.join(" "))
+        }
+    }
+}
+
+/// The AST with every span set to one place, to compare parses of different texts.
+fn without_spans(kind: &DirectiveKind) -> DirectiveKind {
+    let here = Span {
+        file: "x".into(),
+        line: 1,
+        column: 1,
+    };
+    let vars = |v: &[VariableAst]| -> Vec<VariableAst> {
+        v.iter()
+            .map(|v| VariableAst {
+                span: here.clone(),
+                ..v.clone()
+            })
+            .collect()
+    };
+    let acts = |a: &[ActionAst]| -> Vec<ActionAst> {
+        a.iter()
+            .map(|a| ActionAst {
+                span: here.clone(),
+                ..a.clone()
+            })
+            .collect()
+    };
+    match kind {
+        DirectiveKind::Rule(r) => DirectiveKind::Rule(RuleAst {
+            variables: vars(&r.variables),
+            operator: OperatorAst {
+                span: here.clone(),
+                ..r.operator.clone()
+            },
+            actions: acts(&r.actions),
+        }),
+        DirectiveKind::Action(a) => DirectiveKind::Action(acts(a)),
+        DirectiveKind::DefaultAction(a) => DirectiveKind::DefaultAction(acts(a)),
+        DirectiveKind::UpdateTargetById {
+            ids,
+            targets,
+            replaced,
+        } => DirectiveKind::UpdateTargetById {
+            ids: ids.clone(),
+            targets: vars(targets),
+            replaced: replaced.as_deref().map(vars),
+        },
+        DirectiveKind::UpdateTargetByTag {
+            tag,
+            targets,
+            replaced,
+        } => DirectiveKind::UpdateTargetByTag {
+            tag: tag.clone(),
+            targets: vars(targets),
+            replaced: replaced.as_deref().map(vars),
+        },
+        DirectiveKind::UpdateTargetByMsg {
+            msg,
+            targets,
+            replaced,
+        } => DirectiveKind::UpdateTargetByMsg {
+            msg: msg.clone(),
+            targets: vars(targets),
+            replaced: replaced.as_deref().map(vars),
+        },
+        DirectiveKind::UpdateActionById { id, actions } => DirectiveKind::UpdateActionById {
+            id: *id,
+            actions: acts(actions),
+        },
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn round000_crs_parse_print_parse() {
+    let mut ds = crs_rules();
+    ds.extend(
+        parse_file(Path::new(&format!("{CRS}/crs-setup.conf.example"))).expect("setup parses"),
+    );
+    ds.extend(
+        parse_file(Path::new(&format!(
+            "{CRS}/reference/coraza/coraza.conf-recommended"
+        )))
+        .expect("base parses"),
+    );
+    for d in &ds {
+        let text = print(&d.kind);
+        let again = parse_str("printed.conf", &text)
+            .unwrap_or_else(|e| panic!("{:?}: printed text does not parse: {e}", d.span));
+        assert_eq!(again.len(), 1, "{text}");
+        assert_eq!(
+            without_spans(&again[0].kind),
+            without_spans(&d.kind),
+            "{:?}: {text}",
+            d.span
+        );
+    }
+}
+
+#[test]
+fn round010_tricky_pieces() {
+    for text in [
+        r#"SecRule ARGS:'a b'|!ARGS:/x\/y/|&TX:'it\'s' "@rx a\"b\\" "msg:'it\'s, fine',t:none""#,
+        r#"SecRule REQUEST_HEADERS "@contains \"" "id:8""#,
+        r#"SecRuleUpdateTargetByMsg "a \"b\"" "!ARGS:x" "ARGS""#,
+        "SecRuleRemoveById 1-5 7",
+        r#"SecAuditLogParts "ABIJDEFHZ""#,
+    ] {
+        let first = one(text);
+        let printed = print(&first);
+        let second = one(&printed);
+        assert_eq!(
+            without_spans(&first),
+            without_spans(&second),
+            "{text} -> {printed}"
+        );
+    }
+}
+
+/// Names in CRS are plain words: a name with a quote, space or comma in it means a mis-split.
+#[test]
+fn crs050_names_are_words() {
+    let ds = crs_rules();
+    let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    for d in &ds {
+        let (vars, actions): (&[VariableAst], &[ActionAst]) = match &d.kind {
+            DirectiveKind::Rule(r) => {
+                assert!(word(&r.operator.name), "{:?}", r.operator);
+                (&r.variables, &r.actions)
+            }
+            DirectiveKind::Action(a) => (&[], a),
+            DirectiveKind::UpdateTargetById { targets, .. } => (targets, &[]),
+            _ => (&[], &[]),
+        };
+        for v in vars {
+            assert!(
+                word(&v.name) && v.name == v.name.to_ascii_uppercase(),
+                "{v:?}"
+            );
+        }
+        for a in actions {
+            assert!(word(&a.name), "{a:?}");
+            if let Some(v) = &a.value {
+                assert!(!v.starts_with('\'') && !v.ends_with('\''), "{a:?}");
+            }
+        }
+    }
+}
+
+/// The setup Coraza's CRS regression run loads before CRS (a comment line sits inside the
+/// continued `SecAction`, which Coraza skips).
+#[test]
+fn crs060_regression_test_setup() {
+    let text = r#"
+SecResponseBodyMimeType text/plain
+SecDefaultAction "phase:3,log,auditlog,pass"
+SecDefaultAction "phase:4,log,auditlog,pass"
+
+SecAction "id:900005,\
+  phase:1,\
+  nolog,\
+  pass,\
+  ctl:ruleEngine=DetectionOnly,\
+  ctl:ruleRemoveById=910000,\
+  # Interferes with ftw log scanning
+  ctl:ruleRemoveById=920250,\
+  setvar:tx.paranoia_level=4,\
+  setvar:tx.crs_validate_utf8_encoding=1,\
+  setvar:tx.arg_name_length=100,\
+  setvar:tx.arg_length=400,\
+  setvar:tx.total_arg_length=64000,\
+  setvar:tx.max_num_args=255,\
+  setvar:tx.max_file_size=64100,\
+  setvar:tx.combined_file_sizes=65535"
+
+# Write the value from the X-CRS-Test header as a marker to the log
+SecRule REQUEST_HEADERS:X-CRS-Test "@rx ^.*$" \
+  "id:999999,\
+  phase:1,\
+  log,\
+  msg:'X-CRS-Test %{MATCHED_VAR}',\
+  pass,\
+  t:none,\
+  ctl:ruleRemoveById=1-999999"
+"#;
+    let ds = parse_str("setup.conf", text).expect("parses");
+    assert_eq!(ds.len(), 5);
+    let DirectiveKind::Action(a) = &ds[3].kind else {
+        panic!("SecAction")
+    };
+    assert_eq!(a.len(), 15);
+    assert_eq!(a[6].value.as_deref(), Some("ruleRemoveById=920250"));
+    assert_eq!((a[6].span.line, a[6].span.column), (13, 3));
+    let r = match &ds[4].kind {
+        DirectiveKind::Rule(r) => r,
+        k => panic!("{k:?}"),
+    };
+    assert_eq!(r.variables[0].selector, key("X-CRS-Test"));
+    assert_eq!(
+        action_value(&r.actions, "msg"),
+        Some("X-CRS-Test %{MATCHED_VAR}")
+    );
+    assert_eq!(
+        action_value(&r.actions, "ctl"),
+        Some("ruleRemoveById=1-999999")
+    );
 }
