@@ -21,7 +21,9 @@
 //!   single quotes; `!` excludes, `&` counts; a selector is a regex when it starts and ends
 //!   with `/` (also inside single quotes, `ARGS:'/a|b/'`), so `XML:/*` and `XML://@*` are
 //!   keys. An operator without `@` is an implicit `@rx`. Actions split on commas outside
-//!   single quotes; a value in single quotes loses them and `\'` becomes `'`.
+//!   single quotes; a quote opens only right after `:` or `=` (so `msg:it's` keeps its
+//!   apostrophe, as in ModSecurity, where Coraza would open a quote), and a backslash
+//!   protects the next byte. A value in single quotes loses them and `\'` becomes `'`.
 //! - Any directive the parser does not know the shape of becomes a
 //!   [`DirectiveKind::Setting`] with its arguments unquoted (double or single quotes).
 //!

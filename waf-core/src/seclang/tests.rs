@@ -925,7 +925,10 @@ fn fuzz000_no_panic_on_noise() {
         if s.contains("Include") {
             continue;
         }
-        let _ = parse_str("fuzz.conf", &s);
+        if let Err(e) = parse_str("fuzz.conf", &s) {
+            assert!(e.span.line >= 1 && e.span.column >= 1, "{e:?} for {s:?}");
+            assert!(!e.line_text.is_empty(), "{e:?} for {s:?}");
+        }
     }
 }
 

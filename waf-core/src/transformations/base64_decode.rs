@@ -18,7 +18,7 @@ use std::borrow::Cow;
 pub(super) enum Leniency {
     /// `base64Decode`: only `\r` and `\n` are skipped.
     LineBreaks,
-    /// `base64DecodeExt`: every byte outside the alphabet except `=` is skipped.
+    /// `base64DecodeExt`: every byte outside the alphabet, `=` included, is skipped.
     Forgiving,
 }
 
@@ -48,9 +48,7 @@ pub(super) fn decode(input: &[u8], leniency: Leniency) -> Vec<u8> {
         let v = match sextet(b) {
             Some(v) => v,
             None => match (b, leniency) {
-                (b'\r' | b'\n', _) => continue,
-                (b'=', _) => break,
-                (_, Leniency::Forgiving) => continue,
+                (_, Leniency::Forgiving) | (b'\r' | b'\n', _) => continue,
                 (_, Leniency::LineBreaks) => break,
             },
         };

@@ -69,8 +69,7 @@ mod tests;
 ///
 /// The variants are those of ModSecurity v3's reference manual; `t:none` is not one of them
 /// (the rule compiler handles it by clearing the chain).
-// Variants are constructed by the rule compiler via `from_name`.
-#[allow(dead_code)]
+#[allow(dead_code)] // used by the compiler (variants come from `from_name`)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Transformation {
     /// `t:base64Decode`.
@@ -146,7 +145,7 @@ pub(crate) enum Transformation {
 }
 
 /// Every transformation, in the order of ModSecurity's reference manual.
-#[allow(dead_code)] // used by the compiler's diagnostics and the tests
+#[allow(dead_code)] // used by the compiler (name lookup) and the tests
 pub(crate) const ALL: [Transformation; 35] = [
     Transformation::Base64Decode,
     Transformation::Base64DecodeExt,
@@ -292,6 +291,6 @@ impl Transformation {
 }
 
 /// C's `isspace` in the "C" locale: space, `\t`, `\n`, `\v`, `\f`, `\r`.
-pub(super) fn is_c_space(b: u8) -> bool {
+fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
