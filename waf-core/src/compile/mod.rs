@@ -625,7 +625,8 @@ fn build_rule(
         });
     }
 
-    if has_chain {
+    // Chained drafts are stored flat on the starter; the starter links them.
+    if has_chain && !is_chained {
         if draft.chain.is_empty() {
             return Err(invalid(&draft.span, "chain action without a chained rule"));
         }

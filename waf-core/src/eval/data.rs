@@ -405,7 +405,9 @@ impl TxData {
             V::MultipartInvalidQuoting => flag(self.multipart.invalid_quoting, f),
             V::MultipartLfLine => flag(self.multipart.lf_line, f),
             V::MultipartMissingSemicolon => flag(self.multipart.missing_semicolon, f),
-            V::MultipartUnmatchedBoundary => number(i128::from(self.multipart.unmatched_boundary), f),
+            V::MultipartUnmatchedBoundary => {
+                number(i128::from(self.multipart.unmatched_boundary), f)
+            }
             V::MultipartStrictError => flag(self.multipart.strict_error, f),
             V::Xml => {
                 let attrs = matches!(selector, Selector::Key(k) if k == b"//@*");

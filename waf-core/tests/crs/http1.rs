@@ -43,7 +43,10 @@ impl std::fmt::Display for Framing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Framing::None { dropped: 0 } => write!(f, "no body"),
-            Framing::None { dropped } => write!(f, "no length, {dropped} bytes sent after the headers dropped"),
+            Framing::None { dropped } => write!(
+                f,
+                "no length, {dropped} bytes sent after the headers dropped"
+            ),
             Framing::Length { declared, dropped } => {
                 write!(f, "content-length {declared}")?;
                 if *dropped > 0 {
@@ -153,8 +156,14 @@ pub fn parse_header_section(mut s: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>)>, &[u8]) {
 }
 
 fn trim_ows(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(s.len());
-    let end = s.iter().rposition(|&b| b != b' ' && b != b'\t').map_or(start, |i| i + 1);
+    let start = s
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |i| i + 1);
     &s[start..end.max(start)]
 }
 
@@ -185,12 +194,23 @@ pub fn frame_body(headers: &[(Vec<u8>, Vec<u8>)], rest: &[u8]) -> (Vec<u8>, Fram
     }
     let cl: Vec<&[u8]> = header(headers, "Content-Length").collect();
     if cl.is_empty() {
-        return (Vec::new(), Framing::None { dropped: rest.len() });
+        return (
+            Vec::new(),
+            Framing::None {
+                dropped: rest.len(),
+            },
+        );
     }
     let mut declared: Option<usize> = None;
-    for v in cl.iter().flat_map(|v| v.split(|&b| b == b',')).map(trim_ows) {
+    for v in cl
+        .iter()
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(trim_ows)
+    {
         let n = if !v.is_empty() && v.iter().all(u8::is_ascii_digit) {
-            std::str::from_utf8(v).ok().and_then(|s| s.parse::<usize>().ok())
+            std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok())
         } else {
             None
         };
@@ -220,7 +240,11 @@ pub fn dechunk(mut s: &[u8]) -> (Vec<u8>, bool) {
             return (out, false);
         }
         let (line, rest) = split_line(s);
-        let size = line.split(|&b| b == b';').next().map(trim_ows).unwrap_or(b"");
+        let size = line
+            .split(|&b| b == b';')
+            .next()
+            .map(trim_ows)
+            .unwrap_or(b"");
         let size = match std::str::from_utf8(size)
             .ok()
             .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()))

@@ -100,8 +100,11 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, port: u16) -> Outcome {
     };
 
     'phases: {
-        let headers: Vec<(&[u8], &[u8])> =
-            req.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())).collect();
+        let headers: Vec<(&[u8], &[u8])> = req
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_slice(), v.as_slice()))
+            .collect();
         let head = RequestHead::new(&req.method, &req.uri, &req.version, &headers);
         if stopped(tx.request_headers(&head), 1, &mut out) {
             break 'phases;
@@ -119,8 +122,11 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, port: u16) -> Outcome {
 
         let resp = albedo::respond(&req.method, &req.uri, &req.body);
         out.response_status = Some(resp.status);
-        let rheaders: Vec<(&[u8], &[u8])> =
-            resp.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())).collect();
+        let rheaders: Vec<(&[u8], &[u8])> = resp
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_slice(), v.as_slice()))
+            .collect();
         let rhead = ResponseHead::new(resp.status, b"HTTP/1.1", &rheaders);
         if stopped(tx.response_headers(&rhead), 3, &mut out) {
             break 'phases;
@@ -170,9 +176,9 @@ pub fn summary(req: &ParsedRequest, out: &Outcome) -> String {
         show(preview)
     ));
     match (out.intervention, out.response_status) {
-        (Some((phase, status)), _) => {
-            s.push_str(&format!("    intervention in phase {phase}: status {status}\n"))
-        }
+        (Some((phase, status)), _) => s.push_str(&format!(
+            "    intervention in phase {phase}: status {status}\n"
+        )),
         (None, Some(status)) => s.push_str(&format!("    response: {status}\n")),
         (None, None) => {}
     }
