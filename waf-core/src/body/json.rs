@@ -15,10 +15,11 @@
 //!
 //! ModSecurity v3 (`json.cc`) differs in two spellings: array elements are `array_0`,
 //! `array_1` (`json.items.array_0`) and an empty key is `empty-key`. We use Coraza's index
-//! names because they are what CRS exclusions written for Coraza match and because the CRS
-//! regression tests pass with either. Coraza also adds an argument per array holding its
-//! length (`json.items` = `2`); we do not, since it is not request data and it inflates
-//! `&ARGS`. Arguments keep document order, and duplicate keys are all kept (ModSecurity),
+//! names because they are what CRS exclusions written for Coraza match. Like Coraza, we also
+//! add an argument per array, named by the array's path and holding its length
+//! (`json.items` = `2`): ModSecurity 2 named every element by the array's path, and CRS
+//! rules that look for a key at the end of an argument name (934210 `__contained_by$`)
+//! need that name to exist. Arguments keep document order, and duplicate keys are all kept (ModSecurity),
 //! where Coraza's map keeps only the last.
 //!
 //! # Values
@@ -116,6 +117,7 @@ impl Parser<'_> {
                     if self.peek() == Some(b']') {
                         self.pos += 1;
                         self.stack.pop();
+                        self.emit(out, b"0".to_vec())?;
                     } else {
                         push_index(&mut self.path, 0);
                         continue 'value;
@@ -188,9 +190,12 @@ impl Parser<'_> {
                                 continue 'value;
                             }
                             Some(b']') => {
+                                let len = *index + 1;
                                 self.pos += 1;
                                 self.path.truncate(restore);
                                 self.stack.pop();
+                                // Coraza's array argument: the array's own name holds its length.
+                                self.emit(out, len.to_string().into_bytes())?;
                             }
                             None => return Err("parse error: premature EOF"),
                             Some(_) => {
@@ -458,6 +463,9 @@ mod tests {
                 ("json.items.2", "-0"),
                 ("json.items.3.0", "true"),
                 ("json.items.3.1", ""),
+                ("json.items.3", "2"),
+                ("json.items", "4"),
+                ("json.f", "0"),
             ])
         );
     }
@@ -466,7 +474,10 @@ mod tests {
     fn top_level_array_and_scalar() {
         let (out, r) = run(r#"[{"a":false},"x"]"#);
         assert_eq!(r, Ok(()));
-        assert_eq!(out, s(&[("json.0.a", "false"), ("json.1", "x")]));
+        assert_eq!(
+            out,
+            s(&[("json.0.a", "false"), ("json.1", "x"), ("json", "2")])
+        );
         let (out, r) = run(r#""just text""#);
         assert_eq!(r, Ok(()));
         assert_eq!(out, s(&[("json", "just text")]));
@@ -552,7 +563,15 @@ mod tests {
         let ok = format!("{}1{}", "[".repeat(3), "]".repeat(3));
         let (out, r) = run_bytes(ok.as_bytes(), 3, 10);
         assert_eq!(r, Ok(()));
-        assert_eq!(out, s(&[("json.0.0.0", "1")]));
+        assert_eq!(
+            out,
+            s(&[
+                ("json.0.0.0", "1"),
+                ("json.0.0", "1"),
+                ("json.0", "1"),
+                ("json", "1")
+            ])
+        );
         let (_, r) = run_bytes(ok.as_bytes(), 2, 10);
         assert!(r.is_err());
         let objs = "{\"a\":".repeat(50_000);
@@ -572,7 +591,7 @@ mod tests {
         let doc = r#"{"a":[1,{"b":"\ud83d\ude00x\"y"},-1.5E+3,true,false,null],"c":{"":""}}"#;
         let (full, r) = run(doc);
         assert_eq!(r, Ok(()));
-        assert_eq!(full.len(), 7);
+        assert_eq!(full.len(), 8);
         for i in 0..doc.len() {
             let _ = run_bytes(&doc.as_bytes()[..i], 16, 100);
         }

@@ -250,15 +250,19 @@ impl TxData {
                 }
             }
         };
+        // A single-valued variable is excluded as a whole
+        // (`ctl:ruleRemoveTargetById=1;REQUEST_FILENAME`).
         let single = |value: &[u8], f: &mut Visit<'_>| {
-            f(
-                key_of(Source::Single, variable as usize),
-                VarName {
-                    variable,
-                    key: None,
-                },
-                value,
-            )
+            if !excluded(b"") {
+                f(
+                    key_of(Source::Single, variable as usize),
+                    VarName {
+                        variable,
+                        key: None,
+                    },
+                    value,
+                )
+            }
         };
         let number = |n: i128, f: &mut Visit<'_>| {
             f(

@@ -135,6 +135,9 @@ impl TxState {
             body::urlencoded::parse(&self.data.query_string, separator, limit, &mut pairs);
         self.data.urlencoded_error |= outcome.invalid_encoding;
         self.data.args_get = pairs.into_iter().map(|(k, v)| Pair::new(k, v)).collect();
+        // As libmodsecurity does, REQBODY_PROCESSOR is known from Content-Type in phase 1
+        // already (CRS rules test it there); rules may still change it with ctl.
+        self.data.body_processor = self.default_body_processor();
         self.run_phase(1)
     }
 
@@ -219,17 +222,24 @@ impl TxState {
             .map(|p| p.value.as_slice())
     }
 
+    /// The body processor Content-Type implies (ModSecurity picks only these two by itself).
+    fn default_body_processor(&self) -> Option<BodyProcessor> {
+        let mime = mime_of(self.header(b"content-type").unwrap_or_default());
+        match mime.as_slice() {
+            b"application/x-www-form-urlencoded" => Some(BodyProcessor::Urlencoded),
+            b"multipart/form-data" => Some(BodyProcessor::Multipart),
+            _ => None,
+        }
+    }
+
     fn process_request_body(&mut self) {
         let content_type = self
             .header(b"content-type")
             .map(<[u8]>::to_vec)
             .unwrap_or_default();
-        let mime = mime_of(&content_type);
-        let processor = self.body_processor.or(match mime.as_slice() {
-            b"application/x-www-form-urlencoded" => Some(BodyProcessor::Urlencoded),
-            b"multipart/form-data" => Some(BodyProcessor::Multipart),
-            _ => None,
-        });
+        let processor = self
+            .body_processor
+            .or_else(|| self.default_body_processor());
         self.data.body_processor = processor;
         let config = &self.program.config;
         let body = std::mem::take(&mut self.data.request_body);
