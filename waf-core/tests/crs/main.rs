@@ -97,6 +97,9 @@ fn main() -> ExitCode {
 /// One test (one `tests[]` entry): its stages, run in order.
 struct Job {
     id: String,
+    /// `desc` of the test and the file it is in, for `CRS_VERBOSE`.
+    desc: String,
+    file: String,
     stages: Vec<PreparedStage>,
 }
 
@@ -134,12 +137,19 @@ fn run_suite(started: Instant) -> Result<bool, String> {
                     Err(e) => build_errors.push(format!("{id} stage {}: {e}", i + 1)),
                 }
             }
-            jobs.push(Job { id, stages });
+            jobs.push(Job {
+                id,
+                desc: t.desc.clone().unwrap_or_default(),
+                file: lf.path.display().to_string(),
+                stages,
+            });
         }
     }
+    let tests_dir = tests_dir.canonicalize().unwrap_or(tests_dir);
     println!(
-        "crs: {} files, {n_tests} tests, {n_stages} stages from {}",
+        "crs: {} files ({} without tests), {n_tests} tests, {n_stages} stages from {}",
         files.len(),
+        files.iter().filter(|f| f.file.tests.is_empty()).count(),
         tests_dir.display()
     );
     for (field, count) in &unknown {
@@ -190,8 +200,8 @@ fn run_suite(started: Instant) -> Result<bool, String> {
         match result {
             TestResult::Passed => {
                 passed += 1;
-                if let Some(reason) = is_known {
-                    stale.push(format!("{} ({reason})", job.id));
+                if is_known.is_some() {
+                    stale.push(job.id.as_str());
                 }
             }
             TestResult::Skipped => skipped += 1,
@@ -202,7 +212,12 @@ fn run_suite(started: Instant) -> Result<bool, String> {
                 }
                 if verbose {
                     let tag = if is_known.is_some() { " (known)" } else { "" };
-                    verbose_out.push_str(&format!("--- {}{tag}: {why}\n{v}", job.id));
+                    verbose_out.push_str(&format!(
+                        "--- {}{tag}: {why}\n    {} ({})\n{v}",
+                        job.id,
+                        job.desc.lines().next().unwrap_or(""),
+                        job.file
+                    ));
                 }
             }
         }
@@ -216,8 +231,12 @@ fn run_suite(started: Instant) -> Result<bool, String> {
     if unexpected.len() > MAX_FAILURE_LINES {
         println!("crs: ... and {} more unexpected failures", unexpected.len() - MAX_FAILURE_LINES);
     }
-    for s in &stale {
-        println!("crs: warning: known difference now passes, remove it: {s}");
+    if !stale.is_empty() {
+        println!(
+            "crs: warning: {} known differences now pass (stale entries in known_differences.yaml): {}",
+            stale.len(),
+            stale.join(", ")
+        );
     }
     println!(
         "crs: {} unexpected failures, {} known failures; suite took {:.2} s",
@@ -308,7 +327,7 @@ fn run_job(waf: &Waf, job: &Job, verbose: bool) -> TestResult {
         let attempts = if stage.retry_once { 2 } else { 1 };
         let mut last = None;
         for _ in 0..attempts {
-            let out = run::drive(waf, &stage.request, stage.port);
+            let out = run::drive(waf, &stage.request, stage.server);
             let why = check.check(&out.ids(), &out.lines());
             if why.is_empty() {
                 last = None;

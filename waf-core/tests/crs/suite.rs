@@ -66,7 +66,11 @@ pub struct Input {
 pub struct Output {
     #[serde(default)]
     pub log: Option<LogOutput>,
+    /// Read but not checked: the status is the web server's (see `checks_log`).
+    #[allow(dead_code)]
     pub status: Option<u16>,
+    /// Read but not checked: a transport error is the web server's.
+    #[allow(dead_code)]
     pub expect_error: Option<bool>,
     pub retry_once: Option<bool>,
     #[serde(flatten)]
@@ -202,8 +206,9 @@ pub fn unknown_fields(f: &TestFile, out: &mut BTreeMap<String, usize>) {
             }
         }
     };
-    // `meta` and test-level `tags` carry no behaviour.
-    add("file", &f.other, &["meta"]);
+    // `meta` (and a misplaced `author`/`description`) and test-level `tags` carry no
+    // behaviour.
+    add("file", &f.other, &["meta", "author", "description"]);
     for t in &f.tests {
         add("test", &t.other, &["tags"]);
         for s in &t.stages {
