@@ -119,7 +119,7 @@ fn run_suite(started: Instant) -> Result<bool, String> {
 
     // Tests.
     let tests_dir = crs_dir.join("tests/regression/tests");
-    let files = suite::load_dir(&tests_dir)?;
+    let (files, comment_only) = suite::load_dir(&tests_dir)?;
     let mut unknown = BTreeMap::new();
     let mut jobs = Vec::new();
     let mut build_errors = Vec::new();
@@ -147,9 +147,9 @@ fn run_suite(started: Instant) -> Result<bool, String> {
     }
     let tests_dir = tests_dir.canonicalize().unwrap_or(tests_dir);
     println!(
-        "crs: {} files ({} without tests), {n_tests} tests, {n_stages} stages from {}",
-        files.len(),
-        files.iter().filter(|f| f.file.tests.is_empty()).count(),
+        "crs: {} files ({} comment-only), {n_tests} tests, {n_stages} stages from {}",
+        files.len() + comment_only.len(),
+        comment_only.len(),
         tests_dir.display()
     );
     for (field, count) in &unknown {

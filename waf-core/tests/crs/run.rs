@@ -158,7 +158,7 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, server: SocketAddr) -> Outcome {
 
 /// A short, printable description of a request for `CRS_VERBOSE`.
 pub fn summary(req: &ParsedRequest, out: &Outcome) -> String {
-    let show = |b: &[u8]| crate::logline::escape(&String::from_utf8_lossy(b));
+    let show = printable;
     let mut s = format!(
         "    request: {} {} {}\n",
         show(&req.method),
@@ -192,4 +192,17 @@ pub fn summary(req: &ParsedRequest, out: &Outcome) -> String {
         ));
     }
     s
+}
+
+/// Bytes as text for messages: printable ASCII as is, anything else as `\xHH`.
+pub fn printable(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    for &c in b {
+        if (0x20..=0x7e).contains(&c) {
+            out.push(c as char);
+        } else {
+            out.push_str(&format!("\\x{c:02x}"));
+        }
+    }
+    out
 }

@@ -512,8 +512,13 @@ fn known_list_validation() {
 // --- YAML -----------------------------------------------------------------------------------
 
 fn yaml_header_map() {
-    let h: HeaderMap = yaml_serde::from_str("B: x\nContent-Length: 7\nA: ''\nC: true\nD:\n").unwrap();
-    assert_eq!(h.0, hdrs(&[("B", "x"), ("Content-Length", "7"), ("A", ""), ("C", "true"), ("D", "")]));
+    let h: HeaderMap =
+        yaml_serde::from_str("B: x\nContent-Length: 7\nA: ''\nC: true\nD:\nE: 0x1F\nF: 007\nG: 1.50\nH: ~\n").unwrap();
+    assert_eq!(
+        h.0,
+        hdrs(&[("B", "x"), ("Content-Length", "7"), ("A", ""), ("C", "true"), ("D", ""), ("E", "0x1F"), ("F", "007"), ("G", "1.50"), ("H", "")])
+    );
+    assert!(yaml_serde::from_str::<HeaderMap>("A: 1\nA: 2\n").is_err());
     assert!(yaml_serde::from_str::<HeaderMap>("A: [1]\n").is_err());
 }
 
