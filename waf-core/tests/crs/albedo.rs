@@ -113,7 +113,11 @@ fn reflect(body: &[u8]) -> Response {
         let msg = format!("Invalid status code: {}", spec.status);
         return finish(400, headers, msg.into_bytes());
     }
-    let status = if spec.status <= 0 { 200 } else { spec.status as u16 };
+    let status = if spec.status <= 0 {
+        200
+    } else {
+        spec.status as u16
+    };
     let out = if !spec.body.is_empty() {
         spec.body.into_bytes()
     } else if spec.encoded_body.is_empty() {
@@ -138,7 +142,10 @@ fn finish(status: u16, mut headers: Vec<(Vec<u8>, Vec<u8>)>, body: Vec<u8>) -> R
         headers.push((b"Content-Type".to_vec(), sniff(&body).as_bytes().to_vec()));
     }
     if !has(&headers, b"Content-Length") {
-        headers.push((b"Content-Length".to_vec(), body.len().to_string().into_bytes()));
+        headers.push((
+            b"Content-Length".to_vec(),
+            body.len().to_string().into_bytes(),
+        ));
     }
     Response {
         status,
@@ -151,16 +158,18 @@ fn finish(status: u16, mut headers: Vec<(Vec<u8>, Vec<u8>)>, body: Vec<u8>) -> R
 /// after `-`, lower-case the rest; names with a space or other non-token byte are left
 /// alone.
 pub fn canonical_header_key(name: &str) -> String {
-    let token = |b: u8| {
-        b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-    };
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
     if name.is_empty() || !name.bytes().all(token) {
         return name.to_string();
     }
     let mut upper = true;
     name.bytes()
         .map(|b| {
-            let c = if upper { b.to_ascii_uppercase() } else { b.to_ascii_lowercase() };
+            let c = if upper {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            };
             upper = b == b'-';
             c as char
         })
@@ -178,8 +187,22 @@ pub fn sniff(body: &[u8]) -> &'static str {
         .unwrap_or(data.len());
     let trimmed = &data[ws..];
     const HTML: &[&[u8]] = &[
-        b"<!DOCTYPE HTML", b"<HTML", b"<HEAD", b"<SCRIPT", b"<IFRAME", b"<H1", b"<DIV",
-        b"<FONT", b"<TABLE", b"<A", b"<STYLE", b"<TITLE", b"<B", b"<BODY", b"<BR", b"<P",
+        b"<!DOCTYPE HTML",
+        b"<HTML",
+        b"<HEAD",
+        b"<SCRIPT",
+        b"<IFRAME",
+        b"<H1",
+        b"<DIV",
+        b"<FONT",
+        b"<TABLE",
+        b"<A",
+        b"<STYLE",
+        b"<TITLE",
+        b"<B",
+        b"<BODY",
+        b"<BR",
+        b"<P",
         b"<!--",
     ];
     for sig in HTML {

@@ -33,8 +33,11 @@ pub fn build_request(input: &Input) -> Result<WireRequest, String> {
     let version = input.version.clone().unwrap_or_else(|| "HTTP/1.1".into());
     let autocomplete = input.autocomplete_headers.unwrap_or(true);
 
-    let mut headers: Vec<(String, String)> =
-        input.headers.as_ref().map(|h| h.0.clone()).unwrap_or_default();
+    let mut headers: Vec<(String, String)> = input
+        .headers
+        .as_ref()
+        .map(|h| h.0.clone())
+        .unwrap_or_default();
     // Go's slices.Sort on strings: byte order.
     headers.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
 
@@ -48,15 +51,17 @@ pub fn build_request(input: &Input) -> Result<WireRequest, String> {
 
     if !data.is_empty() && autocomplete {
         if !has_any(&headers, "Content-Type") {
-            headers.push(("Content-Type".into(), "application/x-www-form-urlencoded".into()));
+            headers.push((
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ));
         }
         data = encode_data_parameters(&headers, data);
     }
 
-    if headers
-        .iter()
-        .any(|(n, v)| same_name(n, "Content-Type") && v.to_lowercase().contains("multipart/form-data;"))
-    {
+    if headers.iter().any(|(n, v)| {
+        same_name(n, "Content-Type") && v.to_lowercase().contains("multipart/form-data;")
+    }) {
         data = crlf_rewrite(&data);
     }
 
@@ -64,7 +69,8 @@ pub fn build_request(input: &Input) -> Result<WireRequest, String> {
         if !has_any(&headers, "Connection") {
             headers.push(("Connection".into(), "close".into()));
         }
-        if !has_any(&headers, "Content-Length") && (!data.is_empty() || method_wants_body(&method)) {
+        if !has_any(&headers, "Content-Length") && (!data.is_empty() || method_wants_body(&method))
+        {
             headers.push(("Content-Length".into(), data.len().to_string()));
         }
     }
@@ -250,7 +256,11 @@ fn eval_action(action: &str) -> Result<String, String> {
     // `"text" | repeat N`
     let (lit, func) = a.split_once('|').ok_or_else(unsupported)?;
     let lit = lit.trim();
-    if lit.len() < 2 || !lit.starts_with('"') || !lit.ends_with('"') || lit[1..lit.len() - 1].contains(['"', '\\']) {
+    if lit.len() < 2
+        || !lit.starts_with('"')
+        || !lit.ends_with('"')
+        || lit[1..lit.len() - 1].contains(['"', '\\'])
+    {
         return Err(unsupported());
     }
     let text = &lit[1..lit.len() - 1];

@@ -43,7 +43,10 @@ impl std::fmt::Display for Framing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Framing::None { dropped: 0 } => write!(f, "no body"),
-            Framing::None { dropped } => write!(f, "no length, {dropped} bytes sent after the headers dropped"),
+            Framing::None { dropped } => write!(
+                f,
+                "no length, {dropped} bytes sent after the headers dropped"
+            ),
             Framing::Length { declared, dropped } => {
                 write!(f, "content-length {declared}")?;
                 if *dropped > 0 {
@@ -71,7 +74,10 @@ pub fn receive_built(req: &WireRequest) -> ParsedRequest {
     }
     wire.extend_from_slice(b"\r\n");
     wire.extend_from_slice(&req.body);
-    let (headers, rest) = parse_header_section(&wire);
+    let HeaderSection {
+        fields: headers,
+        rest,
+    } = parse_header_section(&wire);
     let (body, framing) = frame_body(&headers, rest);
     ParsedRequest {
         method: req.method.clone(),
@@ -96,7 +102,10 @@ pub fn parse_raw(raw: &[u8]) -> ParsedRequest {
         Some(i) => (&target[..i], &target[i + 1..]),
         None => (target, &[][..]),
     };
-    let (headers, rest) = parse_header_section(rest);
+    let HeaderSection {
+        fields: headers,
+        rest,
+    } = parse_header_section(rest);
     let (body, framing) = frame_body(&headers, rest);
     ParsedRequest {
         method: method.to_vec(),
@@ -124,7 +133,7 @@ fn split_line(s: &[u8]) -> (&[u8], &[u8]) {
 /// Parses header fields up to the blank line; returns them and the bytes after it. A line
 /// starting with a space or tab continues the previous value (obsolete folding, joined with
 /// one space). A line without `:` becomes a field with an empty value.
-pub fn parse_header_section(mut s: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>)>, &[u8]) {
+pub fn parse_header_section(mut s: &[u8]) -> HeaderSection<'_> {
     let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     while !s.is_empty() {
         let (line, rest) = split_line(s);
@@ -149,12 +158,27 @@ pub fn parse_header_section(mut s: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>)>, &[u8]) {
             None => headers.push((line.to_vec(), Vec::new())),
         }
     }
-    (headers, s)
+    HeaderSection {
+        fields: headers,
+        rest: s,
+    }
+}
+
+/// Header fields, and the bytes after the blank line that ends them.
+pub struct HeaderSection<'a> {
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    pub rest: &'a [u8],
 }
 
 fn trim_ows(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(s.len());
-    let end = s.iter().rposition(|&b| b != b' ' && b != b'\t').map_or(start, |i| i + 1);
+    let start = s
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |i| i + 1);
     &s[start..end.max(start)]
 }
 
@@ -174,8 +198,7 @@ pub fn frame_body(headers: &[(Vec<u8>, Vec<u8>)], rest: &[u8]) -> (Vec<u8>, Fram
             .iter()
             .flat_map(|v| v.split(|&b| b == b','))
             .map(trim_ows)
-            .filter(|c| !c.is_empty())
-            .last()
+            .rfind(|c| !c.is_empty())
             .unwrap_or(b"");
         if last.eq_ignore_ascii_case(b"chunked") {
             let (body, complete) = dechunk(rest);
@@ -185,12 +208,23 @@ pub fn frame_body(headers: &[(Vec<u8>, Vec<u8>)], rest: &[u8]) -> (Vec<u8>, Fram
     }
     let cl: Vec<&[u8]> = header(headers, "Content-Length").collect();
     if cl.is_empty() {
-        return (Vec::new(), Framing::None { dropped: rest.len() });
+        return (
+            Vec::new(),
+            Framing::None {
+                dropped: rest.len(),
+            },
+        );
     }
     let mut declared: Option<usize> = None;
-    for v in cl.iter().flat_map(|v| v.split(|&b| b == b',')).map(trim_ows) {
+    for v in cl
+        .iter()
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(trim_ows)
+    {
         let n = if !v.is_empty() && v.iter().all(u8::is_ascii_digit) {
-            std::str::from_utf8(v).ok().and_then(|s| s.parse::<usize>().ok())
+            std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok())
         } else {
             None
         };
@@ -220,7 +254,11 @@ pub fn dechunk(mut s: &[u8]) -> (Vec<u8>, bool) {
             return (out, false);
         }
         let (line, rest) = split_line(s);
-        let size = line.split(|&b| b == b';').next().map(trim_ows).unwrap_or(b"");
+        let size = line
+            .split(|&b| b == b';')
+            .next()
+            .map(trim_ows)
+            .unwrap_or(b"");
         let size = match std::str::from_utf8(size)
             .ok()
             .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()))

@@ -46,7 +46,10 @@ pub fn parse(text: &str) -> Result<KnownList, String> {
             .split_once('-')
             .is_some_and(|(r, t)| is_number(r) && is_number(t));
         if !valid_id {
-            return Err(format!("known differences: bad test id {:?} (want RULE-TEST)", e.test));
+            return Err(format!(
+                "known differences: bad test id {:?} (want RULE-TEST)",
+                e.test
+            ));
         }
         if e.reason.trim().is_empty() {
             return Err(format!("known differences: {} has no reason", e.test));

@@ -60,7 +60,11 @@ impl LogEntry {
             ));
         }
         if !self.file.is_empty() {
-            s.push_str(&format!(" [file \"{}\"] [line \"{}\"]", escape(&self.file), self.line));
+            s.push_str(&format!(
+                " [file \"{}\"] [line \"{}\"]",
+                escape(&self.file),
+                self.line
+            ));
         }
         s.push_str(&format!(" [id \"{}\"]", self.id));
         if let Some(m) = &self.message {
@@ -120,11 +124,21 @@ impl LogCheck {
     /// Checks the logged ids and lines; returns what went wrong, empty when it passed.
     pub fn check(&self, ids: &[u64], lines: &[String]) -> Vec<String> {
         let mut why = Vec::new();
-        let missing: Vec<u64> = self.expect_ids.iter().copied().filter(|i| !ids.contains(i)).collect();
+        let missing: Vec<u64> = self
+            .expect_ids
+            .iter()
+            .copied()
+            .filter(|i| !ids.contains(i))
+            .collect();
         if !missing.is_empty() {
             why.push(format!("missing {missing:?}"));
         }
-        let unwanted: Vec<u64> = self.no_expect_ids.iter().copied().filter(|i| ids.contains(i)).collect();
+        let unwanted: Vec<u64> = self
+            .no_expect_ids
+            .iter()
+            .copied()
+            .filter(|i| ids.contains(i))
+            .collect();
         if !unwanted.is_empty() {
             why.push(format!("unexpected {unwanted:?}"));
         }

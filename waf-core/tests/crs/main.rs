@@ -69,7 +69,10 @@ const CORAZA_ONLY: &[&str] = &["SecRxPreFilter"];
 const MAX_FAILURE_LINES: usize = 200;
 
 const DEFAULT_CRS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/crs");
-const KNOWN_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/crs/known_differences.yaml");
+const KNOWN_FILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/crs/known_differences.yaml"
+);
 
 fn main() -> ExitCode {
     let started = Instant::now();
@@ -79,7 +82,10 @@ fn main() -> ExitCode {
         for f in &failures {
             println!("crs: self-test failed: {f}");
         }
-        println!("crs: {} harness self-tests failed; suite not run", failures.len());
+        println!(
+            "crs: {} harness self-tests failed; suite not run",
+            failures.len()
+        );
         return ExitCode::FAILURE;
     }
     println!("crs: harness self-tests passed ({})", selftest::COUNT);
@@ -110,11 +116,13 @@ enum TestResult {
 }
 
 fn run_suite(started: Instant) -> Result<bool, String> {
-    let crs_dir = PathBuf::from(std::env::var("CRS_DIR").unwrap_or_else(|_| DEFAULT_CRS_DIR.into()));
+    let crs_dir =
+        PathBuf::from(std::env::var("CRS_DIR").unwrap_or_else(|_| DEFAULT_CRS_DIR.into()));
     let filter = std::env::var("CRS_TEST").ok().filter(|s| !s.is_empty());
     let verbose = std::env::var("CRS_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
 
-    let known_text = std::fs::read_to_string(KNOWN_FILE).map_err(|e| format!("{KNOWN_FILE}: {e}"))?;
+    let known_text =
+        std::fs::read_to_string(KNOWN_FILE).map_err(|e| format!("{KNOWN_FILE}: {e}"))?;
     let known = known::parse(&known_text)?;
 
     // Tests.
@@ -167,7 +175,9 @@ fn run_suite(started: Instant) -> Result<bool, String> {
     }
     for id in known.keys() {
         if !ids.contains(id.as_str()) {
-            return Err(format!("known differences: {id} is not a test of this suite"));
+            return Err(format!(
+                "known differences: {id} is not a test of this suite"
+            ));
         }
     }
 
@@ -181,8 +191,14 @@ fn run_suite(started: Instant) -> Result<bool, String> {
         Ok(w) => w,
         Err(e) => {
             println!("crs: cannot load rules: {e}");
-            let skipped = jobs.iter().filter(|j| j.stages.iter().all(|s| s.check.is_none())).count();
-            println!("crs: 0 passed, {} failed, {skipped} skipped", jobs.len() - skipped);
+            let skipped = jobs
+                .iter()
+                .filter(|j| j.stages.iter().all(|s| s.check.is_none()))
+                .count();
+            println!(
+                "crs: 0 passed, {} failed, {skipped} skipped",
+                jobs.len() - skipped
+            );
             return Ok(false);
         }
     };
@@ -229,7 +245,10 @@ fn run_suite(started: Instant) -> Result<bool, String> {
         println!("crs: FAIL {line}");
     }
     if unexpected.len() > MAX_FAILURE_LINES {
-        println!("crs: ... and {} more unexpected failures", unexpected.len() - MAX_FAILURE_LINES);
+        println!(
+            "crs: ... and {} more unexpected failures",
+            unexpected.len() - MAX_FAILURE_LINES
+        );
     }
     if !stale.is_empty() {
         println!(
@@ -251,8 +270,8 @@ fn run_suite(started: Instant) -> Result<bool, String> {
 fn load_waf(crs_dir: &std::path::Path) -> Result<Waf, String> {
     let started = Instant::now();
     let base_path = crs_dir.join("reference/coraza/coraza.conf-recommended");
-    let base = std::fs::read_to_string(&base_path)
-        .map_err(|e| format!("{}: {e}", base_path.display()))?;
+    let base =
+        std::fs::read_to_string(&base_path).map_err(|e| format!("{}: {e}", base_path.display()))?;
     let (base, dropped) = drop_directives(&base, CORAZA_ONLY);
     for d in dropped {
         println!("crs: base config: left out Coraza-only directive: {d}");
@@ -294,9 +313,12 @@ fn drop_directives(text: &str, names: &[&str]) -> (String, Vec<String>) {
 
 /// Runs every job on `available_parallelism` threads; results in job order.
 fn run_parallel(waf: &Waf, jobs: &[Job], verbose: bool) -> Vec<TestResult> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len().max(1));
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<TestResult>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<TestResult>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let waf = waf.clone();
@@ -336,7 +358,11 @@ fn run_job(waf: &Waf, job: &Job, verbose: bool) -> TestResult {
             last = Some((why, out));
         }
         if let Some((why, out)) = last {
-            let prefix = if job.stages.len() > 1 { format!("stage {}: ", n + 1) } else { String::new() };
+            let prefix = if job.stages.len() > 1 {
+                format!("stage {}: ", n + 1)
+            } else {
+                String::new()
+            };
             let mut v = String::new();
             if verbose {
                 v.push_str(&run::summary(&stage.request, &out));

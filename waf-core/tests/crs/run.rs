@@ -107,8 +107,11 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, server: SocketAddr) -> Outcome {
     };
 
     'phases: {
-        let headers: Vec<(&[u8], &[u8])> =
-            req.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())).collect();
+        let headers: Vec<(&[u8], &[u8])> = req
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_slice(), v.as_slice()))
+            .collect();
         let head = RequestHead::new(&req.method, &req.uri, &req.version, &headers);
         if stopped(tx.request_headers(&head), 1, &mut out) {
             break 'phases;
@@ -126,8 +129,11 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, server: SocketAddr) -> Outcome {
 
         let resp = albedo::respond(&req.method, &req.uri, &req.body);
         out.response = Some(resp.clone());
-        let rheaders: Vec<(&[u8], &[u8])> =
-            resp.headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())).collect();
+        let rheaders: Vec<(&[u8], &[u8])> = resp
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_slice(), v.as_slice()))
+            .collect();
         let rhead = ResponseHead::new(resp.status, b"HTTP/1.1", &rheaders);
         if stopped(tx.response_headers(&rhead), 3, &mut out) {
             break 'phases;
@@ -177,11 +183,16 @@ pub fn summary(req: &ParsedRequest, out: &Outcome) -> String {
         show(preview)
     ));
     if let Some((phase, status)) = out.intervention {
-        s.push_str(&format!("    intervention in phase {phase}: status {status}\n"));
+        s.push_str(&format!(
+            "    intervention in phase {phase}: status {status}\n"
+        ));
     }
     if let Some(r) = &out.response {
-        let headers: Vec<String> =
-            r.headers.iter().map(|(n, v)| format!("{}: {}", show(n), show(v))).collect();
+        let headers: Vec<String> = r
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{}: {}", show(n), show(v)))
+            .collect();
         s.push_str(&format!(
             "    response: {} [{}] {} bytes{}{}\n",
             r.status,

@@ -74,7 +74,10 @@ fn b(s: &str) -> Vec<u8> {
 }
 
 fn hdrs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
 }
 
 fn input(method: &str, headers: &[(&str, &str)], data: Option<&str>) -> Input {
@@ -89,11 +92,17 @@ fn input(method: &str, headers: &[(&str, &str)], data: Option<&str>) -> Input {
 }
 
 fn names(req: &WireRequest) -> Vec<String> {
-    req.headers.iter().map(|(n, _)| String::from_utf8_lossy(n).into_owned()).collect()
+    req.headers
+        .iter()
+        .map(|(n, _)| String::from_utf8_lossy(n).into_owned())
+        .collect()
 }
 
 fn value<'a>(headers: &'a [(Vec<u8>, Vec<u8>)], name: &str) -> Option<&'a [u8]> {
-    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v.as_slice())
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+        .map(|(_, v)| v.as_slice())
 }
 
 // --- Go's net/url -------------------------------------------------------------------------
@@ -112,7 +121,11 @@ fn go_query_escape() {
 
 fn go_query_unescape() {
     let t = |i: &str, o: Option<&[u8]>| {
-        assert_eq!(goftw::query_unescape(i.as_bytes()).as_deref(), o, "unescape {i:?}")
+        assert_eq!(
+            goftw::query_unescape(i.as_bytes()).as_deref(),
+            o,
+            "unescape {i:?}"
+        )
     };
     t("", Some(b""));
     t("abc", Some(b"abc"));
@@ -131,7 +144,11 @@ fn go_query_unescape() {
 fn form_encoding_heuristic() {
     let ct = hdrs(&[("Content-Type", "application/x-www-form-urlencoded")]);
     let t = |i: &str, o: &str| {
-        assert_eq!(goftw::encode_data_parameters(&ct, b(i)), b(o), "encode {i:?}")
+        assert_eq!(
+            goftw::encode_data_parameters(&ct, b(i)),
+            b(o),
+            "encode {i:?}"
+        )
     };
     t("a=b", "a=b");
     t("a=b c&d=<x>", "a=b+c&d=%3Cx%3E");
@@ -157,15 +174,28 @@ fn form_encoding_heuristic() {
 }
 
 fn form_encoding_only_for_urlencoded() {
-    for ct in ["application/json", "application/x-www-form-urlencoded; charset=utf-8", "text/plain"] {
+    for ct in [
+        "application/json",
+        "application/x-www-form-urlencoded; charset=utf-8",
+        "text/plain",
+    ] {
         let h = hdrs(&[("Content-Type", ct)]);
-        assert_eq!(goftw::encode_data_parameters(&h, b("a=<x y>")), b("a=<x y>"), "{ct}");
+        assert_eq!(
+            goftw::encode_data_parameters(&h, b("a=<x y>")),
+            b("a=<x y>"),
+            "{ct}"
+        );
     }
-    assert_eq!(goftw::encode_data_parameters(&[], b("a=<x y>")), b("a=<x y>"));
+    assert_eq!(
+        goftw::encode_data_parameters(&[], b("a=<x y>")),
+        b("a=<x y>")
+    );
 }
 
 fn method_regex_binds_loosely() {
-    for m in ["POST", "PUT", "PATCH", "DELETE", "POSTX", "XPUTX", "XDELETE", "XPATCH"] {
+    for m in [
+        "POST", "PUT", "PATCH", "DELETE", "POSTX", "XPUTX", "XDELETE", "XPATCH",
+    ] {
         assert!(goftw::method_wants_body(m), "{m}");
     }
     for m in ["GET", "HEAD", "XPOST", "DELETEX", "post", "OPTIONS", ""] {
@@ -174,10 +204,22 @@ fn method_regex_binds_loosely() {
 }
 
 fn template_repeat() {
-    assert_eq!(goftw::expand_template("plain {x} }} text").unwrap(), "plain {x} }} text");
-    assert_eq!(goftw::expand_template("a{{ \"1\" | repeat 3 }}b").unwrap(), "a111b");
-    assert_eq!(goftw::expand_template("{{\"ab\"|repeat 2}}").unwrap(), "abab");
-    assert_eq!(goftw::expand_template("{{ \"x\" | repeat 0 }}").unwrap(), "");
+    assert_eq!(
+        goftw::expand_template("plain {x} }} text").unwrap(),
+        "plain {x} }} text"
+    );
+    assert_eq!(
+        goftw::expand_template("a{{ \"1\" | repeat 3 }}b").unwrap(),
+        "a111b"
+    );
+    assert_eq!(
+        goftw::expand_template("{{\"ab\"|repeat 2}}").unwrap(),
+        "abab"
+    );
+    assert_eq!(
+        goftw::expand_template("{{ \"x\" | repeat 0 }}").unwrap(),
+        ""
+    );
     assert!(goftw::expand_template("{{ .Foo }}").is_err());
     assert!(goftw::expand_template("{{ \"x\" | repeat }}").is_err());
     assert!(goftw::expand_template("{{ \"x\" | repeat 2").is_err());
@@ -193,10 +235,31 @@ fn crlf_rewrite() {
 // --- go-ftw request building ------------------------------------------------------------
 
 fn build_sorts_and_autocompletes() {
-    let i = input("POST", &[("User-Agent", "x"), ("Host", "localhost"), ("Accept", "*/*")], Some("a=<b>"));
+    let i = input(
+        "POST",
+        &[
+            ("User-Agent", "x"),
+            ("Host", "localhost"),
+            ("Accept", "*/*"),
+        ],
+        Some("a=<b>"),
+    );
     let r = goftw::build_request(&i).unwrap();
-    assert_eq!(names(&r), ["Accept", "Host", "User-Agent", "Content-Type", "Connection", "Content-Length"]);
-    assert_eq!(value(&r.headers, "Content-Type"), Some(&b"application/x-www-form-urlencoded"[..]));
+    assert_eq!(
+        names(&r),
+        [
+            "Accept",
+            "Host",
+            "User-Agent",
+            "Content-Type",
+            "Connection",
+            "Content-Length"
+        ]
+    );
+    assert_eq!(
+        value(&r.headers, "Content-Type"),
+        Some(&b"application/x-www-form-urlencoded"[..])
+    );
     assert_eq!(value(&r.headers, "Connection"), Some(&b"close"[..]));
     assert_eq!(r.body, b("a=%3Cb%3E"));
     assert_eq!(value(&r.headers, "Content-Length"), Some(&b"9"[..]));
@@ -211,7 +274,10 @@ fn build_sorts_and_autocompletes() {
     assert_eq!(names(&r), ["Connection"]);
     // Defaults.
     let r = goftw::build_request(&Input::default()).unwrap();
-    assert_eq!((r.method, r.uri, r.version), (b("GET"), b("/"), b("HTTP/1.1")));
+    assert_eq!(
+        (r.method, r.uri, r.version),
+        (b("GET"), b("/"), b("HTTP/1.1"))
+    );
     // A given Connection header (any case) is kept.
     let r = goftw::build_request(&input("GET", &[("connection", "keep-alive")], None)).unwrap();
     assert_eq!(names(&r), ["connection"]);
@@ -229,13 +295,21 @@ fn build_multipart_rewrites_even_without_autocomplete() {
     let data = "--b\nContent-Disposition: form-data; name=\"a\"\n\n1\n--b--\n";
     let want = b("--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--b--\r\n");
     for auto in [true, false] {
-        let mut i = input("POST", &[("Content-Type", "Multipart/Form-Data; boundary=b")], Some(data));
+        let mut i = input(
+            "POST",
+            &[("Content-Type", "Multipart/Form-Data; boundary=b")],
+            Some(data),
+        );
         i.autocomplete_headers = Some(auto);
         let r = goftw::build_request(&i).unwrap();
         assert_eq!(r.body, want, "autocomplete {auto}");
     }
     // Without the `;` there is no rewrite.
-    let i = input("POST", &[("Content-Type", "multipart/form-data")], Some("a\nb"));
+    let i = input(
+        "POST",
+        &[("Content-Type", "multipart/form-data")],
+        Some("a\nb"),
+    );
     assert_eq!(goftw::build_request(&i).unwrap().body, b("a\nb"));
 }
 
@@ -246,11 +320,21 @@ fn build_keeps_given_content_length() {
     // The server reads 3 bytes.
     let p = http1::receive_built(&r);
     assert_eq!(p.body, b("abc"));
-    assert_eq!(p.framing, Framing::Length { declared: 3, dropped: 3 });
+    assert_eq!(
+        p.framing,
+        Framing::Length {
+            declared: 3,
+            dropped: 3
+        }
+    );
 }
 
 fn built_header_values_are_trimmed() {
-    let mut i = input("GET", &[("X-Filename", " photo.php \t"), ("X-Bare-Cr", "a\rb")], None);
+    let mut i = input(
+        "GET",
+        &[("X-Filename", " photo.php \t"), ("X-Bare-Cr", "a\rb")],
+        None,
+    );
     i.autocomplete_headers = Some(false);
     let p = http1::receive_built(&goftw::build_request(&i).unwrap());
     assert_eq!(value(&p.headers, "X-Filename"), Some(&b"photo.php"[..]));
@@ -268,7 +352,10 @@ fn built_header_values_are_trimmed() {
 fn raw_request_line_and_headers() {
     let raw = b"POST /a?b=c HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Type: application/xml\r\nContent-Length: 2\r\n\r\n{}";
     let p = http1::parse_raw(raw);
-    assert_eq!((p.method.as_slice(), p.uri.as_slice(), p.version.as_slice()), (&b"POST"[..], &b"/a?b=c"[..], &b"HTTP/1.1"[..]));
+    assert_eq!(
+        (p.method.as_slice(), p.uri.as_slice(), p.version.as_slice()),
+        (&b"POST"[..], &b"/a?b=c"[..], &b"HTTP/1.1"[..])
+    );
     assert_eq!(p.headers.len(), 4);
     assert_eq!(p.headers[1], (b("Content-Type"), b("application/json")));
     assert_eq!(p.headers[2], (b("Content-Type"), b("application/xml")));
@@ -297,19 +384,52 @@ fn raw_folding_and_bare_lf() {
 
 fn framing_content_length() {
     let h = |v: &str| vec![(b("Content-Length"), b(v))];
-    assert_eq!(http1::frame_body(&h("3"), b"abcdef"), (b("abc"), Framing::Length { declared: 3, dropped: 3 }));
-    assert_eq!(http1::frame_body(&h("10"), b"abc"), (b("abc"), Framing::Length { declared: 10, dropped: 0 }));
+    assert_eq!(
+        http1::frame_body(&h("3"), b"abcdef"),
+        (
+            b("abc"),
+            Framing::Length {
+                declared: 3,
+                dropped: 3
+            }
+        )
+    );
+    assert_eq!(
+        http1::frame_body(&h("10"), b"abc"),
+        (
+            b("abc"),
+            Framing::Length {
+                declared: 10,
+                dropped: 0
+            }
+        )
+    );
     assert_eq!(http1::frame_body(&h("0"), b"hi=test\r\n").0, b(""));
-    assert_eq!(http1::frame_body(&h("3;"), b"abc"), (b("abc"), Framing::BadLength));
-    assert_eq!(http1::frame_body(&h("NotDigits"), b""), (b(""), Framing::BadLength));
-    assert_eq!(http1::frame_body(&h("-1"), b"ab"), (b("ab"), Framing::BadLength));
+    assert_eq!(
+        http1::frame_body(&h("3;"), b"abc"),
+        (b("abc"), Framing::BadLength)
+    );
+    assert_eq!(
+        http1::frame_body(&h("NotDigits"), b""),
+        (b(""), Framing::BadLength)
+    );
+    assert_eq!(
+        http1::frame_body(&h("-1"), b"ab"),
+        (b("ab"), Framing::BadLength)
+    );
     assert_eq!(http1::frame_body(&h("2, 2"), b"abc").0, b("ab"));
     assert_eq!(http1::frame_body(&h("2, 3"), b"abc").1, Framing::BadLength);
 }
 
 fn framing_without_length() {
-    assert_eq!(http1::frame_body(&[], b"hi=test"), (b(""), Framing::None { dropped: 7 }));
-    assert_eq!(http1::frame_body(&[], b""), (b(""), Framing::None { dropped: 0 }));
+    assert_eq!(
+        http1::frame_body(&[], b"hi=test"),
+        (b(""), Framing::None { dropped: 7 })
+    );
+    assert_eq!(
+        http1::frame_body(&[], b""),
+        (b(""), Framing::None { dropped: 0 })
+    );
 }
 
 fn framing_chunked_wins() {
@@ -317,15 +437,30 @@ fn framing_chunked_wins() {
         (b("Content-Length"), b("7")),
         (b("transfer-encoding"), b("gzip, Chunked")),
     ];
-    assert_eq!(http1::frame_body(&h, b"7\r\nfoo=bar\r\n0\r\n\r\n"), (b("foo=bar"), Framing::Chunked { complete: true }));
+    assert_eq!(
+        http1::frame_body(&h, b"7\r\nfoo=bar\r\n0\r\n\r\n"),
+        (b("foo=bar"), Framing::Chunked { complete: true })
+    );
     let h = vec![(b("Transfer-Encoding"), b("gzip"))];
-    assert_eq!(http1::frame_body(&h, b"xyz"), (b("xyz"), Framing::OtherEncoding));
+    assert_eq!(
+        http1::frame_body(&h, b"xyz"),
+        (b("xyz"), Framing::OtherEncoding)
+    );
 }
 
 fn dechunk_cases() {
-    assert_eq!(http1::dechunk(b"3\r\nHi \r\n3\r\nCRS\r\n0\r\n\r\n"), (b("Hi CRS"), true));
-    assert_eq!(http1::dechunk(b"a;ext=1\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n"), (b("0123456789"), true));
-    assert_eq!(http1::dechunk(b"A\n0123456789\n0\n\n"), (b("0123456789"), true));
+    assert_eq!(
+        http1::dechunk(b"3\r\nHi \r\n3\r\nCRS\r\n0\r\n\r\n"),
+        (b("Hi CRS"), true)
+    );
+    assert_eq!(
+        http1::dechunk(b"a;ext=1\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n"),
+        (b("0123456789"), true)
+    );
+    assert_eq!(
+        http1::dechunk(b"A\n0123456789\n0\n\n"),
+        (b("0123456789"), true)
+    );
     assert_eq!(http1::dechunk(b"5\r\nab"), (b("ab"), false));
     assert_eq!(http1::dechunk(b"2\r\nabX"), (b("ab"), false));
     assert_eq!(http1::dechunk(b"zz\r\nab\r\n"), (b(""), false));
@@ -349,7 +484,10 @@ fn encoded_request_with_newlines() {
 // --- albedo ---------------------------------------------------------------------------------
 
 fn reflect_spec_decoding() {
-    let s = albedo::decode_spec(br#"{"Body": "x", "STATUS": 201, "headers": {"x-a": "1"}, "extra": [1]}"#).unwrap();
+    let s = albedo::decode_spec(
+        br#"{"Body": "x", "STATUS": 201, "headers": {"x-a": "1"}, "extra": [1]}"#,
+    )
+    .unwrap();
     assert_eq!((s.body.as_str(), s.status), ("x", 201));
     assert_eq!(s.headers, vec![("x-a".to_string(), "1".to_string())]);
     // An exact name wins over a case-insensitive one.
@@ -360,37 +498,72 @@ fn reflect_spec_decoding() {
     assert_eq!(albedo::decode_spec(br#"[]"#), None);
     assert_eq!(albedo::decode_spec(b"please review the function"), None);
 
-    let r = albedo::respond(b"POST", b"/reflect?x=1", br#"{"body": "<html><body>x", "headers": {"x-test": "v"}}"#);
+    let r = albedo::respond(
+        b"POST",
+        b"/reflect?x=1",
+        br#"{"body": "<html><body>x", "headers": {"x-test": "v"}}"#,
+    );
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b("<html><body>x"));
     assert_eq!(value(&r.headers, "X-Test"), Some(&b"v"[..]));
     assert_eq!(r.headers[0].0, b("X-Test"));
-    assert_eq!(value(&r.headers, "Content-Type"), Some(&b"text/html; charset=utf-8"[..]));
+    assert_eq!(
+        value(&r.headers, "Content-Type"),
+        Some(&b"text/html; charset=utf-8"[..])
+    );
     assert_eq!(value(&r.headers, "Content-Length"), Some(&b"13"[..]));
     // A given Content-Type is kept.
-    let r = albedo::respond(b"POST", b"/reflect/", br#"{"body": "x", "headers": {"content-type": "application/json"}}"#);
-    assert_eq!(value(&r.headers, "Content-Type"), Some(&b"application/json"[..]));
+    let r = albedo::respond(
+        b"POST",
+        b"/reflect/",
+        br#"{"body": "x", "headers": {"content-type": "application/json"}}"#,
+    );
+    assert_eq!(
+        value(&r.headers, "Content-Type"),
+        Some(&b"application/json"[..])
+    );
     assert_eq!(albedo::canonical_header_key("x-foo-BAR"), "X-Foo-Bar");
     assert_eq!(albedo::canonical_header_key("bad name"), "bad name");
 }
 
 fn reflect_encoded_body() {
-    let r = albedo::respond(b"POST", b"/reflect", br#"{"status": 500, "encodedBody": "PD9waHAg\nZWNobyA/Pg=="}"#);
+    let r = albedo::respond(
+        b"POST",
+        b"/reflect",
+        br#"{"status": 500, "encodedBody": "PD9waHAg\nZWNobyA/Pg=="}"#,
+    );
     assert_eq!(r.status, 500);
     assert_eq!(r.body, b("<?php echo ?>"));
     // `body` wins.
-    let r = albedo::respond(b"POST", b"/reflect", br#"{"body": "a", "encodedBody": "Yg=="}"#);
+    let r = albedo::respond(
+        b"POST",
+        b"/reflect",
+        br#"{"body": "a", "encodedBody": "Yg=="}"#,
+    );
     assert_eq!(r.body, b("a"));
     // Bad base64 keeps the status.
-    let r = albedo::respond(b"POST", b"/reflect", br#"{"status": 404, "encodedBody": "***"}"#);
-    assert_eq!((r.status, r.body), (404, b("invalid base64 encoding of response body")));
+    let r = albedo::respond(
+        b"POST",
+        b"/reflect",
+        br#"{"status": 404, "encodedBody": "***"}"#,
+    );
+    assert_eq!(
+        (r.status, r.body),
+        (404, b("invalid base64 encoding of response body"))
+    );
 }
 
 fn reflect_errors() {
     let r = albedo::respond(b"POST", b"/reflect", b"{not json");
-    assert_eq!((r.status, r.body.as_slice()), (400, &b"Invalid JSON in request body"[..]));
+    assert_eq!(
+        (r.status, r.body.as_slice()),
+        (400, &b"Invalid JSON in request body"[..])
+    );
     let r = albedo::respond(b"POST", b"/reflect", br#"{"status": 99}"#);
-    assert_eq!((r.status, r.body.as_slice()), (400, &b"Invalid status code: 99"[..]));
+    assert_eq!(
+        (r.status, r.body.as_slice()),
+        (400, &b"Invalid status code: 99"[..])
+    );
     let r = albedo::respond(b"POST", b"/reflect", br#"{"status": 600}"#);
     assert_eq!(r.status, 400);
     let r = albedo::respond(b"POST", b"/reflect", br#"{}"#);
@@ -399,7 +572,12 @@ fn reflect_errors() {
 }
 
 fn default_backend_response() {
-    for (m, u) in [(&b"GET"[..], &b"/"[..]), (b"GET", b"/reflect"), (b"POST", b"/reflection"), (b"post", b"/reflect")] {
+    for (m, u) in [
+        (&b"GET"[..], &b"/"[..]),
+        (b"GET", b"/reflect"),
+        (b"POST", b"/reflection"),
+        (b"post", b"/reflect"),
+    ] {
         let r = albedo::respond(m, u, br#"{"body": "x"}"#);
         assert_eq!((r.status, r.body.len()), (200, 0), "{m:?} {u:?}");
         assert_eq!(value(&r.headers, "Content-Type"), Some(&b"text/plain"[..]));
@@ -409,17 +587,29 @@ fn default_backend_response() {
 fn sniffing() {
     assert_eq!(albedo::sniff(b"  <HTML>"), "text/html; charset=utf-8");
     assert_eq!(albedo::sniff(b"<title>x"), "text/html; charset=utf-8");
-    assert_eq!(albedo::sniff(b"<?php echo 1; ?>"), "text/plain; charset=utf-8");
-    assert_eq!(albedo::sniff(b"<?xml version=\"1.0\"?>"), "text/xml; charset=utf-8");
+    assert_eq!(
+        albedo::sniff(b"<?php echo 1; ?>"),
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(
+        albedo::sniff(b"<?xml version=\"1.0\"?>"),
+        "text/xml; charset=utf-8"
+    );
     assert_eq!(albedo::sniff(b"<abc"), "text/plain; charset=utf-8");
-    assert_eq!(albedo::sniff(b"java.lang.NullPointerException"), "text/plain; charset=utf-8");
+    assert_eq!(
+        albedo::sniff(b"java.lang.NullPointerException"),
+        "text/plain; charset=utf-8"
+    );
     assert_eq!(albedo::sniff(b"\x00\x01"), "application/octet-stream");
 }
 
 // --- log lines ------------------------------------------------------------------------------
 
 fn entry(id: u64) -> LogEntry {
-    LogEntry { id, ..LogEntry::default() }
+    LogEntry {
+        id,
+        ..LogEntry::default()
+    }
 }
 
 fn log_line_rendering() {
@@ -442,7 +632,10 @@ fn log_line_rendering() {
          [data \"Matched Data: s&1 found within ARGS:id: 1' or \\\"1\\\"=\\\"1\"] \
          [severity \"CRITICAL\"] [tag \"attack-sqli\"] [tag \"paranoia-level/1\"]"
     );
-    assert_eq!(entry(5).render(), "ModSecurity: Warning. Unconditional match in SecAction. [id \"5\"]");
+    assert_eq!(
+        entry(5).render(),
+        "ModSecurity: Warning. Unconditional match in SecAction. [id \"5\"]"
+    );
     assert_eq!(escape("a\\b\r\n\u{e9}"), "a\\\\b\\x0d\\x0a\\xc3\\xa9");
 }
 
@@ -460,8 +653,14 @@ fn log_line_regexes_from_crs() {
     check(multipart, e, false);
 
     let mut e = entry(932207);
-    e.data = Some("Matched Data: $u found within REQUEST_HEADERS:Referer: #x=foo;cat$u /etc$u/passwd".into());
-    check(r"Matched Data: \$u found within REQUEST_HEADERS:Referer: #x=foo;cat\$u /etc\$u/passwd", e, true);
+    e.data = Some(
+        "Matched Data: $u found within REQUEST_HEADERS:Referer: #x=foo;cat$u /etc$u/passwd".into(),
+    );
+    check(
+        r"Matched Data: \$u found within REQUEST_HEADERS:Referer: #x=foo;cat\$u /etc\$u/passwd",
+        e,
+        true,
+    );
 
     let mut e = entry(949110);
     e.message = Some("Inbound Anomaly Score Exceeded (Total Score: 5)".into());
@@ -473,7 +672,11 @@ fn log_line_regexes_from_crs() {
 
     let mut e = entry(932300);
     e.data = Some("Matched Data: MAIL FROM:<Smith@bar.com> found within ARGS:textarea: x\r\nMAIL FROM:<Smith@bar.com>".into());
-    check(r"Matched Data:.*MAIL FROM:<Smith@bar.com> found within ARGS:textarea:.*MAIL FROM:<Smith@bar.com>", e, true);
+    check(
+        r"Matched Data:.*MAIL FROM:<Smith@bar.com> found within ARGS:textarea:.*MAIL FROM:<Smith@bar.com>",
+        e,
+        true,
+    );
 }
 
 fn log_check_logic() {
@@ -488,13 +691,23 @@ fn log_check_logic() {
     let lines = |ids: &[u64]| ids.iter().map(|&i| entry(i).render()).collect::<Vec<_>>();
     assert!(c.check(&[2, 1, 9], &lines(&[2, 1, 9])).is_empty());
     assert_eq!(c.check(&[1], &lines(&[1])).len(), 2); // missing 2, no line with id 2
-    assert_eq!(c.check(&[1, 2, 3], &lines(&[1, 2, 3])), vec!["unexpected [3]".to_string()]);
+    assert_eq!(
+        c.check(&[1, 2, 3], &lines(&[1, 2, 3])),
+        vec!["unexpected [3]".to_string()]
+    );
     assert_eq!(c.check(&[1, 2, 4], &lines(&[1, 2, 4])).len(), 1);
-    assert!(LogCheck::new(&LogOutput { match_regex: Some("(".into()), ..LogOutput::default() }).is_err());
+    assert!(LogCheck::new(&LogOutput {
+        match_regex: Some("(".into()),
+        ..LogOutput::default()
+    })
+    .is_err());
 }
 
 fn known_list_validation() {
-    let ok = known::parse("known:\n  - test: 920100-4\n    reason: server\n  - test: \"921140-1\"\n    reason: x\n").unwrap();
+    let ok = known::parse(
+        "known:\n  - test: 920100-4\n    reason: server\n  - test: \"921140-1\"\n    reason: x\n",
+    )
+    .unwrap();
     assert_eq!(ok.len(), 2);
     assert_eq!(ok["921140-1"], "x");
     assert!(known::parse("known: []\n").unwrap().is_empty());
@@ -503,20 +716,37 @@ fn known_list_validation() {
     assert!(known::parse("known:\n  - test: 1-1\n    reason: a\n    extra: b\n").is_err());
     assert!(known::parse("known:\n  - test: 1\n    reason: a\n").is_err());
     assert!(known::parse("known:\n  - test: a-1\n    reason: a\n").is_err());
-    assert!(known::parse("known:\n  - test: 1-1\n    reason: a\n  - test: 1-1\n    reason: b\n").is_err());
+    assert!(
+        known::parse("known:\n  - test: 1-1\n    reason: a\n  - test: 1-1\n    reason: b\n")
+            .is_err()
+    );
     assert!(known::parse("other: 1\nknown: []\n").is_err());
-    let many: String = (0..=known::MAX_ENTRIES).map(|i| format!("  - test: 1-{i}\n    reason: r\n")).collect();
+    let many: String = (0..=known::MAX_ENTRIES)
+        .map(|i| format!("  - test: 1-{i}\n    reason: r\n"))
+        .collect();
     assert!(known::parse(&format!("known:\n{many}")).is_err());
 }
 
 // --- YAML -----------------------------------------------------------------------------------
 
 fn yaml_header_map() {
-    let h: HeaderMap =
-        yaml_serde::from_str("B: x\nContent-Length: 7\nA: ''\nC: true\nD:\nE: 0x1F\nF: 007\nG: 1.50\nH: ~\n").unwrap();
+    let h: HeaderMap = yaml_serde::from_str(
+        "B: x\nContent-Length: 7\nA: ''\nC: true\nD:\nE: 0x1F\nF: 007\nG: 1.50\nH: ~\n",
+    )
+    .unwrap();
     assert_eq!(
         h.0,
-        hdrs(&[("B", "x"), ("Content-Length", "7"), ("A", ""), ("C", "true"), ("D", ""), ("E", "0x1F"), ("F", "007"), ("G", "1.50"), ("H", "")])
+        hdrs(&[
+            ("B", "x"),
+            ("Content-Length", "7"),
+            ("A", ""),
+            ("C", "true"),
+            ("D", ""),
+            ("E", "0x1F"),
+            ("F", "007"),
+            ("G", "1.50"),
+            ("H", "")
+        ])
     );
     assert!(yaml_serde::from_str::<HeaderMap>("A: 1\nA: 2\n").is_err());
     assert!(yaml_serde::from_str::<HeaderMap>("A: [1]\n").is_err());
@@ -566,7 +796,10 @@ tests:
     assert_eq!(unknown.keys().collect::<Vec<_>>(), ["input.future_field"]);
     let p = crate::run::prepare(s).unwrap();
     assert_eq!(p.request.body, b("a=b"));
-    assert!(crate::run::prepare(&f.tests[1].stages[0]).unwrap().check.is_none());
+    assert!(crate::run::prepare(&f.tests[1].stages[0])
+        .unwrap()
+        .check
+        .is_none());
     // A malformed file fails.
     assert!(yaml_serde::from_str::<suite::TestFile>("rule_id: x\ntests: []\n").is_err());
 }
