@@ -13,7 +13,10 @@
 //! - `CRS_DIR`: the CRS checkout (default `../shared/crs` beside the workspace);
 //! - `CRS_TEST=942100`: run only tests whose id (`942100-3`) starts with this;
 //! - `CRS_VERBOSE=1`: for each failing test, the request, the response and expected vs
-//!   logged ids.
+//!   logged ids;
+//! - `CRS_DUMP=FILE`: also write every stage (the request as the WAF gets it, albedo's
+//!   answer, the expectations) as JSON lines, to replay them against another engine
+//!   (libmodsecurity as a differential oracle, crs-tests.md §6).
 //!
 //! The last line is `crs: N passed, M failed, K skipped` (M counts known failures too). The
 //! exit code is non-zero iff a test failed that `known_differences.yaml` does not list. The
@@ -179,6 +182,11 @@ fn run_suite(started: Instant) -> Result<bool, String> {
                 "known differences: {id} is not a test of this suite"
             ));
         }
+    }
+
+    if let Ok(path) = std::env::var("CRS_DUMP") {
+        dump(&jobs, &path)?;
+        println!("crs: wrote every stage to {path} (CRS_DUMP)");
     }
 
     if let Some(f) = &filter {
@@ -387,4 +395,46 @@ fn run_job(waf: &Waf, job: &Job, verbose: bool) -> TestResult {
     } else {
         TestResult::Skipped
     }
+}
+
+/// Writes every stage as one JSON line (`CRS_DUMP`); bytes are base64.
+fn dump(jobs: &[Job], path: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let pairs = |h: &[(Vec<u8>, Vec<u8>)]| -> Vec<[String; 2]> {
+        h.iter().map(|(n, v)| [b64(n), b64(v)]).collect()
+    };
+    let file = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut w = std::io::BufWriter::new(file);
+    for job in jobs {
+        for (n, s) in job.stages.iter().enumerate() {
+            let r = &s.request;
+            let resp = albedo::respond(&r.method, &r.uri, &r.body);
+            let check = s.check.as_ref();
+            let line = serde_json::json!({
+                "test": job.id,
+                "stage": n + 1,
+                "checked": check.is_some(),
+                "method": b64(&r.method),
+                "uri": b64(&r.uri),
+                "version": b64(&r.version),
+                "headers": pairs(&r.headers),
+                "body": b64(&r.body),
+                "server": s.server.to_string(),
+                "response": {
+                    "status": resp.status,
+                    "headers": pairs(&resp.headers),
+                    "body": b64(&resp.body),
+                },
+                "expect_ids": check.map(|c| c.expect_ids.clone()).unwrap_or_default(),
+                "no_expect_ids": check.map(|c| c.no_expect_ids.clone()).unwrap_or_default(),
+                "match_regex": check.and_then(|c| c.match_regex.as_ref().map(|r| r.as_str().to_string())),
+                "no_match_regex": check.and_then(|c| c.no_match_regex.as_ref().map(|r| r.as_str().to_string())),
+                "retry_once": s.retry_once,
+            });
+            writeln!(w, "{line}").map_err(|e| format!("{path}: {e}"))?;
+        }
+    }
+    w.flush().map_err(|e| format!("{path}: {e}"))
 }
