@@ -113,11 +113,12 @@ fn reflect(body: &[u8]) -> Response {
         let msg = format!("Invalid status code: {}", spec.status);
         return finish(400, headers, msg.into_bytes());
     }
-    let status = if spec.status <= 0 {
-        200
-    } else {
-        spec.status as u16
-    };
+    // Left: 0 (albedo answers 200), 100..=599, or negative (Go's WriteHeader panics and the
+    // connection drops; we answer 200 rather than model that).
+    let status = u16::try_from(spec.status)
+        .ok()
+        .filter(|s| *s != 0)
+        .unwrap_or(200);
     let out = if !spec.body.is_empty() {
         spec.body.into_bytes()
     } else if spec.encoded_body.is_empty() {

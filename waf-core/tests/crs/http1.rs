@@ -74,7 +74,10 @@ pub fn receive_built(req: &WireRequest) -> ParsedRequest {
     }
     wire.extend_from_slice(b"\r\n");
     wire.extend_from_slice(&req.body);
-    let (headers, rest) = parse_header_section(&wire);
+    let HeaderSection {
+        fields: headers,
+        rest,
+    } = parse_header_section(&wire);
     let (body, framing) = frame_body(&headers, rest);
     ParsedRequest {
         method: req.method.clone(),
@@ -99,7 +102,10 @@ pub fn parse_raw(raw: &[u8]) -> ParsedRequest {
         Some(i) => (&target[..i], &target[i + 1..]),
         None => (target, &[][..]),
     };
-    let (headers, rest) = parse_header_section(rest);
+    let HeaderSection {
+        fields: headers,
+        rest,
+    } = parse_header_section(rest);
     let (body, framing) = frame_body(&headers, rest);
     ParsedRequest {
         method: method.to_vec(),
@@ -127,7 +133,7 @@ fn split_line(s: &[u8]) -> (&[u8], &[u8]) {
 /// Parses header fields up to the blank line; returns them and the bytes after it. A line
 /// starting with a space or tab continues the previous value (obsolete folding, joined with
 /// one space). A line without `:` becomes a field with an empty value.
-pub fn parse_header_section(mut s: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>)>, &[u8]) {
+pub fn parse_header_section(mut s: &[u8]) -> HeaderSection<'_> {
     let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     while !s.is_empty() {
         let (line, rest) = split_line(s);
@@ -152,7 +158,16 @@ pub fn parse_header_section(mut s: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>)>, &[u8]) {
             None => headers.push((line.to_vec(), Vec::new())),
         }
     }
-    (headers, s)
+    HeaderSection {
+        fields: headers,
+        rest: s,
+    }
+}
+
+/// Header fields, and the bytes after the blank line that ends them.
+pub struct HeaderSection<'a> {
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    pub rest: &'a [u8],
 }
 
 fn trim_ows(s: &[u8]) -> &[u8] {
@@ -183,8 +198,7 @@ pub fn frame_body(headers: &[(Vec<u8>, Vec<u8>)], rest: &[u8]) -> (Vec<u8>, Fram
             .iter()
             .flat_map(|v| v.split(|&b| b == b','))
             .map(trim_ows)
-            .filter(|c| !c.is_empty())
-            .last()
+            .rfind(|c| !c.is_empty())
             .unwrap_or(b"");
         if last.eq_ignore_ascii_case(b"chunked") {
             let (body, complete) = dechunk(rest);

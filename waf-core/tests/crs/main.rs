@@ -13,7 +13,17 @@
 //! - `CRS_DIR`: the CRS checkout (default `../shared/crs` beside the workspace);
 //! - `CRS_TEST=942100`: run only tests whose id (`942100-3`) starts with this;
 //! - `CRS_VERBOSE=1`: for each failing test, the request, the response and expected vs
-//!   logged ids.
+//!   logged ids;
+//! - `CRS_DUMP=FILE`: also write every stage (the request as the WAF gets it, albedo's
+//!   answer, the expectations) as JSON lines, to replay them against another engine
+//!   (libmodsecurity as a differential oracle, crs-tests.md §6).
+//!
+//! How we know the harness is right: besides [`selftest`], the stages written by `CRS_DUMP`
+//! were replayed through libmodsecurity 3.0.9 (Debian's `libmodsecurity3`, via ctypes,
+//! same configuration): 4,897 passed, 48 failed, 21 skipped. Every failure is explained:
+//! 35 are libmodsecurity-3 differences CRS lists in `nginx-overrides.yaml` (944100/110/120/210
+//! XML `REQUEST_BODY`, 942131, 980170), 9 are 922110 false positives of 3.0.9, and 4 are
+//! the entries of `known_differences.yaml`.
 //!
 //! The last line is `crs: N passed, M failed, K skipped` (M counts known failures too). The
 //! exit code is non-zero iff a test failed that `known_differences.yaml` does not list. The
@@ -103,6 +113,9 @@ fn main() -> ExitCode {
 /// One test (one `tests[]` entry): its stages, run in order.
 struct Job {
     id: String,
+    /// `desc` of the test and the file it is in, for `CRS_VERBOSE`.
+    desc: String,
+    file: String,
     stages: Vec<PreparedStage>,
 }
 
@@ -124,7 +137,7 @@ fn run_suite(started: Instant) -> Result<bool, String> {
 
     // Tests.
     let tests_dir = crs_dir.join("tests/regression/tests");
-    let files = suite::load_dir(&tests_dir)?;
+    let (files, comment_only) = suite::load_dir(&tests_dir)?;
     let mut unknown = BTreeMap::new();
     let mut jobs = Vec::new();
     let mut build_errors = Vec::new();
@@ -142,12 +155,19 @@ fn run_suite(started: Instant) -> Result<bool, String> {
                     Err(e) => build_errors.push(format!("{id} stage {}: {e}", i + 1)),
                 }
             }
-            jobs.push(Job { id, stages });
+            jobs.push(Job {
+                id,
+                desc: t.desc.clone().unwrap_or_default(),
+                file: lf.path.display().to_string(),
+                stages,
+            });
         }
     }
+    let tests_dir = tests_dir.canonicalize().unwrap_or(tests_dir);
     println!(
-        "crs: {} files, {n_tests} tests, {n_stages} stages from {}",
-        files.len(),
+        "crs: {} files ({} comment-only), {n_tests} tests, {n_stages} stages from {}",
+        files.len() + comment_only.len(),
+        comment_only.len(),
         tests_dir.display()
     );
     for (field, count) in &unknown {
@@ -169,6 +189,11 @@ fn run_suite(started: Instant) -> Result<bool, String> {
                 "known differences: {id} is not a test of this suite"
             ));
         }
+    }
+
+    if let Ok(path) = std::env::var("CRS_DUMP") {
+        dump(&jobs, &path)?;
+        println!("crs: wrote every stage to {path} (CRS_DUMP)");
     }
 
     if let Some(f) = &filter {
@@ -206,8 +231,8 @@ fn run_suite(started: Instant) -> Result<bool, String> {
         match result {
             TestResult::Passed => {
                 passed += 1;
-                if let Some(reason) = is_known {
-                    stale.push(format!("{} ({reason})", job.id));
+                if is_known.is_some() {
+                    stale.push(job.id.as_str());
                 }
             }
             TestResult::Skipped => skipped += 1,
@@ -218,7 +243,12 @@ fn run_suite(started: Instant) -> Result<bool, String> {
                 }
                 if verbose {
                     let tag = if is_known.is_some() { " (known)" } else { "" };
-                    verbose_out.push_str(&format!("--- {}{tag}: {why}\n{v}", job.id));
+                    verbose_out.push_str(&format!(
+                        "--- {}{tag}: {why}\n    {} ({})\n{v}",
+                        job.id,
+                        job.desc.lines().next().unwrap_or(""),
+                        job.file
+                    ));
                 }
             }
         }
@@ -235,8 +265,12 @@ fn run_suite(started: Instant) -> Result<bool, String> {
             unexpected.len() - MAX_FAILURE_LINES
         );
     }
-    for s in &stale {
-        println!("crs: warning: known difference now passes, remove it: {s}");
+    if !stale.is_empty() {
+        println!(
+            "crs: warning: {} known differences now pass (stale entries in known_differences.yaml): {}",
+            stale.len(),
+            stale.join(", ")
+        );
     }
     println!(
         "crs: {} unexpected failures, {} known failures; suite took {:.2} s",
@@ -330,7 +364,7 @@ fn run_job(waf: &Waf, job: &Job, verbose: bool) -> TestResult {
         let attempts = if stage.retry_once { 2 } else { 1 };
         let mut last = None;
         for _ in 0..attempts {
-            let out = run::drive(waf, &stage.request, stage.port);
+            let out = run::drive(waf, &stage.request, stage.server);
             let why = check.check(&out.ids(), &out.lines());
             if why.is_empty() {
                 last = None;
@@ -368,4 +402,46 @@ fn run_job(waf: &Waf, job: &Job, verbose: bool) -> TestResult {
     } else {
         TestResult::Skipped
     }
+}
+
+/// Writes every stage as one JSON line (`CRS_DUMP`); bytes are base64.
+fn dump(jobs: &[Job], path: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let pairs = |h: &[(Vec<u8>, Vec<u8>)]| -> Vec<[String; 2]> {
+        h.iter().map(|(n, v)| [b64(n), b64(v)]).collect()
+    };
+    let file = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut w = std::io::BufWriter::new(file);
+    for job in jobs {
+        for (n, s) in job.stages.iter().enumerate() {
+            let r = &s.request;
+            let resp = albedo::respond(&r.method, &r.uri, &r.body);
+            let check = s.check.as_ref();
+            let line = serde_json::json!({
+                "test": job.id,
+                "stage": n + 1,
+                "checked": check.is_some(),
+                "method": b64(&r.method),
+                "uri": b64(&r.uri),
+                "version": b64(&r.version),
+                "headers": pairs(&r.headers),
+                "body": b64(&r.body),
+                "server": s.server.to_string(),
+                "response": {
+                    "status": resp.status,
+                    "headers": pairs(&resp.headers),
+                    "body": b64(&resp.body),
+                },
+                "expect_ids": check.map(|c| c.expect_ids.clone()).unwrap_or_default(),
+                "no_expect_ids": check.map(|c| c.no_expect_ids.clone()).unwrap_or_default(),
+                "match_regex": check.and_then(|c| c.match_regex.as_ref().map(|r| r.as_str().to_string())),
+                "no_match_regex": check.and_then(|c| c.no_match_regex.as_ref().map(|r| r.as_str().to_string())),
+                "retry_once": s.retry_once,
+            });
+            writeln!(w, "{line}").map_err(|e| format!("{path}: {e}"))?;
+        }
+    }
+    w.flush().map_err(|e| format!("{path}: {e}"))
 }

@@ -27,7 +27,8 @@ pub fn fixed_now() -> SystemTime {
 #[derive(Debug)]
 pub struct PreparedStage {
     pub request: ParsedRequest,
-    pub port: u16,
+    /// `SERVER_ADDR`/`SERVER_PORT`: `dest_addr` (default `localhost`) and `port` (default 80).
+    pub server: SocketAddr,
     /// `None` when the stage checks no log (status or transport error only): skipped.
     pub check: Option<LogCheck>,
     pub retry_once: bool,
@@ -51,10 +52,19 @@ pub fn prepare(stage: &Stage) -> Result<PreparedStage, String> {
     };
     Ok(PreparedStage {
         request,
-        port: input.port.unwrap_or(80),
+        server: server_addr(input.dest_addr.as_deref(), input.port),
         check,
         retry_once: stage.output.retry_once.unwrap_or(false),
     })
+}
+
+/// The server address a stage targets; `localhost` and names that are not IP addresses
+/// become 127.0.0.1.
+fn server_addr(dest: Option<&str>, port: Option<u16>) -> SocketAddr {
+    let ip = dest
+        .and_then(|d| d.parse::<IpAddr>().ok())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    SocketAddr::new(ip, port.unwrap_or(80))
 }
 
 /// What happened to one request.
@@ -62,8 +72,8 @@ pub fn prepare(stage: &Stage) -> Result<PreparedStage, String> {
 pub struct Outcome {
     /// Logged rules (`log`, not `nolog`), in match order.
     pub entries: Vec<LogEntry>,
-    /// Status the backend answered, if the request got that far.
-    pub response_status: Option<u16>,
+    /// What the backend answered, if the request got that far.
+    pub response: Option<albedo::Response>,
     /// Phase and status of an intervention, if one happened.
     pub intervention: Option<(u8, u16)>,
 }
@@ -81,12 +91,9 @@ impl Outcome {
 /// Runs one request through a transaction, as a server with the WAF in front of albedo
 /// would. On an intervention, no later phase is fed (as a server would answer at once);
 /// the transaction is still finished, so phase 5 runs.
-pub fn drive(waf: &Waf, req: &ParsedRequest, port: u16) -> Outcome {
-    let localhost = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let conn = ConnectionInfo::new(
-        SocketAddr::new(localhost, CLIENT_PORT),
-        SocketAddr::new(localhost, port),
-    );
+pub fn drive(waf: &Waf, req: &ParsedRequest, server: SocketAddr) -> Outcome {
+    let client = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), CLIENT_PORT);
+    let conn = ConnectionInfo::new(client, server);
     let mut tx = waf.transaction(&conn, fixed_now());
     let mut out = Outcome::default();
     let stopped = |v: Verdict, phase: u8, out: &mut Outcome| -> bool {
@@ -121,7 +128,7 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, port: u16) -> Outcome {
         }
 
         let resp = albedo::respond(&req.method, &req.uri, &req.body);
-        out.response_status = Some(resp.status);
+        out.response = Some(resp.clone());
         let rheaders: Vec<(&[u8], &[u8])> = resp
             .headers
             .iter()
@@ -157,7 +164,7 @@ pub fn drive(waf: &Waf, req: &ParsedRequest, port: u16) -> Outcome {
 
 /// A short, printable description of a request for `CRS_VERBOSE`.
 pub fn summary(req: &ParsedRequest, out: &Outcome) -> String {
-    let show = |b: &[u8]| crate::logline::escape(&String::from_utf8_lossy(b));
+    let show = printable;
     let mut s = format!(
         "    request: {} {} {}\n",
         show(&req.method),
@@ -175,12 +182,38 @@ pub fn summary(req: &ParsedRequest, out: &Outcome) -> String {
         if req.body.is_empty() { "" } else { ": " },
         show(preview)
     ));
-    match (out.intervention, out.response_status) {
-        (Some((phase, status)), _) => s.push_str(&format!(
+    if let Some((phase, status)) = out.intervention {
+        s.push_str(&format!(
             "    intervention in phase {phase}: status {status}\n"
-        )),
-        (None, Some(status)) => s.push_str(&format!("    response: {status}\n")),
-        (None, None) => {}
+        ));
+    }
+    if let Some(r) = &out.response {
+        let headers: Vec<String> = r
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{}: {}", show(n), show(v)))
+            .collect();
+        s.push_str(&format!(
+            "    response: {} [{}] {} bytes{}{}\n",
+            r.status,
+            headers.join(", "),
+            r.body.len(),
+            if r.body.is_empty() { "" } else { ": " },
+            show(&r.body[..r.body.len().min(200)])
+        ));
     }
     s
+}
+
+/// Bytes as text for messages: printable ASCII as is, anything else as `\xHH`.
+pub fn printable(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    for &c in b {
+        if (0x20..=0x7e).contains(&c) {
+            out.push(c as char);
+        } else {
+            out.push_str(&format!("\\x{c:02x}"));
+        }
+    }
+    out
 }

@@ -48,6 +48,7 @@ tests!(
     yaml_header_map,
     yaml_comment_only,
     yaml_test_file,
+    drive_and_aggregate_with_empty_rule_set,
 );
 
 /// Number of self-tests.
@@ -730,8 +731,10 @@ fn known_list_validation() {
 // --- YAML -----------------------------------------------------------------------------------
 
 fn yaml_header_map() {
-    let h: HeaderMap =
-        yaml_serde::from_str("B: x\nContent-Length: 7\nA: ''\nC: true\nD:\n").unwrap();
+    let h: HeaderMap = yaml_serde::from_str(
+        "B: x\nContent-Length: 7\nA: ''\nC: true\nD:\nE: 0x1F\nF: 007\nG: 1.50\nH: ~\n",
+    )
+    .unwrap();
     assert_eq!(
         h.0,
         hdrs(&[
@@ -739,9 +742,14 @@ fn yaml_header_map() {
             ("Content-Length", "7"),
             ("A", ""),
             ("C", "true"),
-            ("D", "")
+            ("D", ""),
+            ("E", "0x1F"),
+            ("F", "007"),
+            ("G", "1.50"),
+            ("H", "")
         ])
     );
+    assert!(yaml_serde::from_str::<HeaderMap>("A: 1\nA: 2\n").is_err());
     assert!(yaml_serde::from_str::<HeaderMap>("A: [1]\n").is_err());
 }
 
@@ -795,4 +803,51 @@ tests:
         .is_none());
     // A malformed file fails.
     assert!(yaml_serde::from_str::<suite::TestFile>("rule_id: x\ntests: []\n").is_err());
+}
+
+// --- driving and aggregation --------------------------------------------------------------
+
+fn stage(yaml: &str) -> crate::run::PreparedStage {
+    let s: suite::Stage = yaml_serde::from_str(yaml).unwrap();
+    crate::run::prepare(&s).unwrap()
+}
+
+fn drive_and_aggregate_with_empty_rule_set() {
+    // An empty rule set matches nothing, whatever the engine's state of completion.
+    let waf = waf_core::Waf::builder().build().unwrap();
+    let reflect = stage(
+        "input: {method: POST, uri: /reflect, headers: {Content-Type: application/json}, data: '{\"status\": 201, \"body\": \"x\"}'}\noutput: {log: {no_expect_ids: [1]}}",
+    );
+    let out = crate::run::drive(&waf, &reflect.request, reflect.server);
+    assert!(out.entries.is_empty() && out.intervention.is_none());
+    assert_eq!(out.response.as_ref().map(|r| r.status), Some(201));
+    assert!(crate::run::summary(&reflect.request, &out).contains("response: 201"));
+
+    let pass = || stage("input: {uri: /}\noutput: {log: {no_expect_ids: [1]}}");
+    let fail = || stage("input: {uri: /}\noutput: {log: {expect_ids: [1]}}");
+    let skip = || stage("input: {uri: /}\noutput: {status: 400}");
+    let job = |stages| crate::Job {
+        id: "1-1".into(),
+        desc: String::new(),
+        file: String::new(),
+        stages,
+    };
+    let result = |stages| crate::run_job(&waf, &job(stages), true);
+    assert!(matches!(result(vec![pass()]), crate::TestResult::Passed));
+    assert!(matches!(result(vec![skip()]), crate::TestResult::Skipped));
+    assert!(matches!(
+        result(vec![skip(), pass()]),
+        crate::TestResult::Passed
+    ));
+    match result(vec![pass(), fail()]) {
+        crate::TestResult::Failed { why, verbose } => {
+            assert_eq!(why, "stage 2: missing [1]");
+            assert!(verbose.contains("request: GET / HTTP/1.1"), "{verbose}");
+        }
+        _ => panic!("a failing stage fails the test"),
+    }
+    match result(vec![fail()]) {
+        crate::TestResult::Failed { why, .. } => assert_eq!(why, "missing [1]"),
+        _ => panic!("a failing stage fails the test"),
+    }
 }

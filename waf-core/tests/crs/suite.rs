@@ -66,7 +66,11 @@ pub struct Input {
 pub struct Output {
     #[serde(default)]
     pub log: Option<LogOutput>,
+    /// Read but not checked: the status is the web server's (see `checks_log`).
+    #[allow(dead_code)]
     pub status: Option<u16>,
+    /// Read but not checked: a transport error is the web server's.
+    #[allow(dead_code)]
     pub expect_error: Option<bool>,
     pub retry_once: Option<bool>,
     #[serde(flatten)]
@@ -102,8 +106,8 @@ impl Output {
 }
 
 /// Header fields as a YAML map, in file order. Values may be any scalar (`Content-Length: 7`
-/// is a number in some tests); go-ftw decodes them into strings. A repeated name is an
-/// error, as in go-ftw's YAML decoder.
+/// is a number in some tests); go-ftw decodes them into strings, keeping the text. A
+/// repeated name is an error, as in go-ftw's YAML decoder.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct HeaderMap(pub Vec<(String, String)>);
 
@@ -120,18 +124,10 @@ impl<'de> Deserialize<'de> for HeaderMap {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderMap, A::Error> {
                 let mut out: Vec<(String, String)> = Vec::new();
-                while let Some((name, value)) = map.next_entry::<String, yaml_serde::Value>()? {
-                    let value = match value {
-                        yaml_serde::Value::Null => String::new(),
-                        yaml_serde::Value::Bool(b) => b.to_string(),
-                        yaml_serde::Value::Number(n) => n.to_string(),
-                        yaml_serde::Value::String(s) => s,
-                        other => {
-                            return Err(de::Error::custom(format!(
-                                "header {name:?}: not a scalar: {other:?}"
-                            )))
-                        }
-                    };
+                // Asking for a string keeps a scalar's text as written (`0x1F`, `007`,
+                // `1.50`), as Go's yaml.v3 does for a `map[string]string`; `~` or nothing is "".
+                while let Some((name, value)) = map.next_entry::<String, Option<String>>()? {
+                    let value = value.unwrap_or_default();
                     if out.iter().any(|(n, _)| *n == name) {
                         return Err(de::Error::custom(format!("header {name:?} given twice")));
                     }
@@ -150,8 +146,9 @@ pub struct LoadedFile {
     pub file: TestFile,
 }
 
-/// Reads every `*.yaml` under `dir`, sorted by path. A comment-only file has no tests.
-pub fn load_dir(dir: &Path) -> Result<Vec<LoadedFile>, String> {
+/// Reads every `*.yaml` under `dir`, sorted by path. Returns the parsed files and the
+/// paths of comment-only files (no document, no tests).
+pub fn load_dir(dir: &Path) -> Result<(Vec<LoadedFile>, Vec<PathBuf>), String> {
     let mut paths = Vec::new();
     collect_yaml(dir, &mut paths).map_err(|e| format!("{}: {e}", dir.display()))?;
     paths.sort();
@@ -159,18 +156,20 @@ pub fn load_dir(dir: &Path) -> Result<Vec<LoadedFile>, String> {
         return Err(format!("no YAML test file under {}", dir.display()));
     }
     let mut out = Vec::with_capacity(paths.len());
+    let mut empty = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
         if is_comment_only(&text) {
+            empty.push(rel);
             continue;
         }
         let file: TestFile = yaml_serde::from_str(&text)
             .map_err(|e| format!("{}: cannot parse: {e}", path.display()))?;
         out.push(LoadedFile { path: rel, file });
     }
-    Ok(out)
+    Ok((out, empty))
 }
 
 fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -202,8 +201,9 @@ pub fn unknown_fields(f: &TestFile, out: &mut BTreeMap<String, usize>) {
             }
         }
     };
-    // `meta` and test-level `tags` carry no behaviour.
-    add("file", &f.other, &["meta"]);
+    // `meta` (and a misplaced `author`/`description`) and test-level `tags` carry no
+    // behaviour.
+    add("file", &f.other, &["meta", "author", "description"]);
     for t in &f.tests {
         add("test", &t.other, &["tags"]);
         for s in &t.stages {
