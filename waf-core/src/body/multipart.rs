@@ -39,9 +39,10 @@
 //! # Limits
 //!
 //! Part header lines are limited to [`MAX_HEADER_LINE`] bytes (ModSecurity's buffer size),
-//! parts to [`MultipartLimits::max_parts`], file parts to [`MultipartLimits::max_files`].
-//! Output is at most a constant times the body size: every name, value and header is a copy
-//! of a distinct body range, and part headers are bounded per part by the line limit.
+//! header lines per part to [`MAX_PART_HEADERS`], parts to [`MultipartLimits::max_parts`],
+//! file parts to [`MultipartLimits::max_files`]. Output is at most a constant times the
+//! body size: every value and header is a copy of a distinct body range, and the part name
+//! repeated beside each of its headers is bounded by [`MAX_PART_HEADERS`].
 
 use std::ops::Range;
 
@@ -49,6 +50,11 @@ use memchr::memmem;
 
 /// Longest part header line (and folded header), ModSecurity's `MULTIPART_BUF_SIZE`.
 pub(crate) const MAX_HEADER_LINE: usize = 4096;
+
+/// Most header lines one part may have. Each is copied to `MULTIPART_PART_HEADERS`
+/// together with the part name, so this caps that copy at this many times the part's size;
+/// it also keeps the duplicate-header check cheap. Real parts have two or three headers.
+pub(crate) const MAX_PART_HEADERS: usize = 32;
 
 /// Limits for one multipart body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -530,6 +536,13 @@ impl Parser<'_> {
             .take_while(|&&c| c == b' ' || c == b'\t')
             .count();
         let value = &value[ws..];
+        if part.headers.len() >= MAX_PART_HEADERS {
+            self.mp.fail(format!(
+                "Multipart: Too many part headers (limit {MAX_PART_HEADERS})."
+            ));
+            part.last_header = None;
+            return;
+        }
         if part
             .headers
             .iter()
@@ -1104,6 +1117,14 @@ mod tests {
         );
         assert!(mp.flags.file_limit_exceeded);
         assert!(mp.error.unwrap().contains("Upload file limit exceeded 3"));
+        let many = format!(
+            "--b\r\nContent-Disposition: form-data; name=x\r\n{}\r\nv\r\n--b--\r\n",
+            (0..100).map(|i| format!("H{i}: v\r\n")).collect::<String>()
+        );
+        let mp = run("multipart/form-data; boundary=b", many.as_bytes());
+        assert!(mp.error.as_ref().unwrap().contains("Too many part headers"));
+        assert_eq!(mp.part_headers.len(), MAX_PART_HEADERS);
+        assert_eq!(args(&mp), vec![("x".into(), "v".into())]);
         let long = format!("--b\r\nX: {}\r\n", "a".repeat(5000));
         let mp = run("multipart/form-data; boundary=b", long.as_bytes());
         assert!(mp.error.unwrap().contains("Part header line over 4096"));
