@@ -442,11 +442,12 @@ impl Parser<'_> {
             self.boundary_count += 1;
             return self.boundary(start, true);
         }
-        // Header text without a line end is ignored (no header is complete); data counts.
-        if self.part.as_ref().is_some_and(|p| p.headers_done) {
-            return false;
+        // Data counts (the open part's extent runs to the body end); header text without a
+        // line end is no complete header and is ignored, as ModSecurity leaves it unprocessed.
+        if self.part.is_none() {
+            self.mp.flags.data_before = true;
         }
-        self.not_boundary(start, line)
+        false
     }
 
     fn not_boundary(&mut self, start: usize, line: &[u8]) -> bool {
