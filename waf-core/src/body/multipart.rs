@@ -147,6 +147,9 @@ pub(crate) struct Multipart {
     pub(crate) flags: MultipartFlags,
     /// `REQBODY_ERROR_MSG` when parsing failed: `Multipart parsing error: Multipart: ...`.
     pub(crate) error: Option<String>,
+    /// Bytes of part headers and non-file part data, what ModSecurity compares with
+    /// `SecRequestBodyNoFilesLimit` for multipart bodies.
+    pub(crate) no_files_length: usize,
 }
 
 impl Multipart {
@@ -473,6 +476,7 @@ impl Parser<'_> {
         let Some(mut part) = self.part.take() else {
             return;
         };
+        self.mp.no_files_length += line.len();
         self.header_line_inner(&mut part, start, line);
         self.part = Some(part);
     }
@@ -791,6 +795,7 @@ impl Parser<'_> {
             });
         } else {
             let value = self.body.get(range).unwrap_or_default().to_vec();
+            self.mp.no_files_length += value.len();
             self.mp.args.push((part.name, value));
         }
     }
@@ -897,6 +902,8 @@ mod tests {
             ]
         );
         assert_eq!(mp.names, vec![b"_charset_".to_vec(), b"positive".to_vec()]);
+        // Header lines with CRLF (48 + 2, 2, 47 + 2, 24 + 2, 2) plus values (5 + 30).
+        assert_eq!(mp.no_files_length, 50 + 2 + 49 + 26 + 2 + 35);
         assert_eq!(mp.flags.unmatched_boundary, 2);
     }
 
