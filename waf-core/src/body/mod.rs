@@ -11,7 +11,8 @@
 //!
 //! Untrusted input: no processor panics or returns a Rust error for bad bytes. Problems are
 //! reported as flags (`MULTIPART_*`, `URLENCODED_ERROR`) or as the text that becomes
-//! `REQBODY_ERROR_MSG`, and whatever was parsed before the problem is kept. Allocation is
+//! `REQBODY_ERROR_MSG`, and whatever was parsed before the problem is kept (except XML, where
+//! both engines drop the document on a well-formedness error). Allocation is
 //! bounded by the input size times a small constant plus the explicit limits passed in
 //! (`max_args`, `max_depth`, part limits).
 //!
