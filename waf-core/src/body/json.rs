@@ -42,8 +42,10 @@
 //!
 //! The parser is iterative: an explicit stack bounded by `max_depth` replaces recursion, so
 //! `[[[[...` cannot exhaust the Rust stack. At most `max_args` arguments are produced;
-//! reaching the limit stops parsing with an error (`SecArgumentsLimit`). Memory is the
-//! input size for the current path plus, per argument, its path and value.
+//! reaching the limit stops parsing with an error (`SecArgumentsLimit`). Because names
+//! repeat their parents' keys, the total size of names is also capped (8× the body plus
+//! 64 KiB; see `name_budget`), so a long key over a large array cannot multiply memory;
+//! values are copies of distinct input ranges, so they total less than the input.
 
 /// Parses a JSON body and appends flattened `(name, value)` pairs to `out`.
 pub(crate) fn parse(
@@ -63,6 +65,7 @@ pub(crate) fn parse(
         max_depth,
         max_args,
         emitted: 0,
+        name_bytes: 0,
         scratch: Vec::new(),
     };
     p.run(out)
@@ -85,6 +88,8 @@ struct Parser<'a> {
     max_depth: usize,
     max_args: usize,
     emitted: usize,
+    /// Bytes of argument names produced so far, checked against [`name_budget`].
+    name_bytes: usize,
     /// Reused buffer for object keys.
     scratch: Vec<u8>,
 }
@@ -244,6 +249,10 @@ impl Parser<'_> {
         if self.emitted >= self.max_args {
             return Err("too many arguments");
         }
+        self.name_bytes = self.name_bytes.saturating_add(self.path.len());
+        if self.name_bytes > name_budget(self.input.len()) {
+            return Err("argument names too long");
+        }
         self.emitted += 1;
         out.push((self.path.clone(), value));
         Ok(())
@@ -399,6 +408,13 @@ impl Parser<'_> {
         self.pos += 4;
         Ok(v)
     }
+}
+
+/// Most bytes of flattened names one body may produce: names repeat their parents' keys,
+/// so `{"<1 MB key>":[1,1,...]}` would otherwise cost `max_args` × 1 MB. Real documents stay
+/// far below 8× their size (a name is at most a few keys longer than the value it labels).
+fn name_budget(input_len: usize) -> usize {
+    input_len.saturating_mul(8).saturating_add(64 * 1024)
 }
 
 /// Appends `.index` to the path.
@@ -584,6 +600,24 @@ mod tests {
         let (out, r) = run(&big);
         assert_eq!(out.len(), 1000);
         assert!(r.unwrap_err().contains("too many arguments"));
+    }
+
+    #[test]
+    fn name_amplification_is_capped() {
+        let key = "k".repeat(100_000);
+        let doc = format!("{{\"{key}\":[{}1]}}", "1,".repeat(999));
+        let (out, r) = run(&doc);
+        assert!(r.unwrap_err().contains("argument names too long"));
+        let total: usize = out.iter().map(|(n, _)| n.len()).sum();
+        assert!(total <= doc.len() * 8 + 64 * 1024);
+        // An ordinary nested document is far from the cap.
+        let doc = format!(
+            "{{\"data\":{{\"items\":[{}]}}}}",
+            vec!["{\"id\":1,\"n\":\"x\"}"; 500].join(",")
+        );
+        let (out, r) = run(&doc);
+        assert_eq!(r, Ok(()));
+        assert_eq!(out.len(), 1000);
     }
 
     #[test]

@@ -39,9 +39,10 @@
 //! # Limits
 //!
 //! Part header lines are limited to [`MAX_HEADER_LINE`] bytes (ModSecurity's buffer size),
-//! parts to [`MultipartLimits::max_parts`], file parts to [`MultipartLimits::max_files`].
-//! Output is at most a constant times the body size: every name, value and header is a copy
-//! of a distinct body range, and part headers are bounded per part by the line limit.
+//! header lines per part to [`MAX_PART_HEADERS`], parts to [`MultipartLimits::max_parts`],
+//! file parts to [`MultipartLimits::max_files`]. Output is at most a constant times the
+//! body size: every value and header is a copy of a distinct body range, and the part name
+//! repeated beside each of its headers is bounded by [`MAX_PART_HEADERS`].
 
 use std::ops::Range;
 
@@ -49,6 +50,11 @@ use memchr::memmem;
 
 /// Longest part header line (and folded header), ModSecurity's `MULTIPART_BUF_SIZE`.
 pub(crate) const MAX_HEADER_LINE: usize = 4096;
+
+/// Most header lines one part may have. Each is copied to `MULTIPART_PART_HEADERS`
+/// together with the part name, so this caps that copy at this many times the part's size;
+/// it also keeps the duplicate-header check cheap. Real parts have two or three headers.
+pub(crate) const MAX_PART_HEADERS: usize = 32;
 
 /// Limits for one multipart body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +147,9 @@ pub(crate) struct Multipart {
     pub(crate) flags: MultipartFlags,
     /// `REQBODY_ERROR_MSG` when parsing failed: `Multipart parsing error: Multipart: ...`.
     pub(crate) error: Option<String>,
+    /// Bytes of part headers and non-file part data, what ModSecurity compares with
+    /// `SecRequestBodyNoFilesLimit` for multipart bodies.
+    pub(crate) no_files_length: usize,
 }
 
 impl Multipart {
@@ -436,11 +445,12 @@ impl Parser<'_> {
             self.boundary_count += 1;
             return self.boundary(start, true);
         }
-        // Header text without a line end is ignored (no header is complete); data counts.
-        if self.part.as_ref().is_some_and(|p| p.headers_done) {
-            return false;
+        // Data counts (the open part's extent runs to the body end); header text without a
+        // line end is no complete header and is ignored, as ModSecurity leaves it unprocessed.
+        if self.part.is_none() {
+            self.mp.flags.data_before = true;
         }
-        self.not_boundary(start, line)
+        false
     }
 
     fn not_boundary(&mut self, start: usize, line: &[u8]) -> bool {
@@ -466,6 +476,7 @@ impl Parser<'_> {
         let Some(mut part) = self.part.take() else {
             return;
         };
+        self.mp.no_files_length += line.len();
         self.header_line_inner(&mut part, start, line);
         self.part = Some(part);
     }
@@ -530,6 +541,13 @@ impl Parser<'_> {
             .take_while(|&&c| c == b' ' || c == b'\t')
             .count();
         let value = &value[ws..];
+        if part.headers.len() >= MAX_PART_HEADERS {
+            self.mp.fail(format!(
+                "Multipart: Too many part headers (limit {MAX_PART_HEADERS})."
+            ));
+            part.last_header = None;
+            return;
+        }
         if part
             .headers
             .iter()
@@ -777,6 +795,7 @@ impl Parser<'_> {
             });
         } else {
             let value = self.body.get(range).unwrap_or_default().to_vec();
+            self.mp.no_files_length += value.len();
             self.mp.args.push((part.name, value));
         }
     }
@@ -883,6 +902,8 @@ mod tests {
             ]
         );
         assert_eq!(mp.names, vec![b"_charset_".to_vec(), b"positive".to_vec()]);
+        // Header lines with CRLF (48 + 2, 2, 47 + 2, 24 + 2, 2) plus values (5 + 30).
+        assert_eq!(mp.no_files_length, 50 + 2 + 49 + 26 + 2 + 35);
         assert_eq!(mp.flags.unmatched_boundary, 2);
     }
 
@@ -1104,6 +1125,14 @@ mod tests {
         );
         assert!(mp.flags.file_limit_exceeded);
         assert!(mp.error.unwrap().contains("Upload file limit exceeded 3"));
+        let many = format!(
+            "--b\r\nContent-Disposition: form-data; name=x\r\n{}\r\nv\r\n--b--\r\n",
+            (0..100).map(|i| format!("H{i}: v\r\n")).collect::<String>()
+        );
+        let mp = run("multipart/form-data; boundary=b", many.as_bytes());
+        assert!(mp.error.as_ref().unwrap().contains("Too many part headers"));
+        assert_eq!(mp.part_headers.len(), MAX_PART_HEADERS);
+        assert_eq!(args(&mp), vec![("x".into(), "v".into())]);
         let long = format!("--b\r\nX: {}\r\n", "a".repeat(5000));
         let mp = run("multipart/form-data; boundary=b", long.as_bytes());
         assert!(mp.error.unwrap().contains("Part header line over 4096"));
