@@ -75,7 +75,7 @@ mod variables;
 mod verdict;
 mod waf;
 
-pub use error::{Error, Location, Warning};
+pub use error::{Error, ErrorKind, Location, Warning};
 pub use report::{MatchedRule, Report, Severity};
 pub use transaction::{ConnectionInfo, RequestHead, ResponseHead, Transaction};
 pub use verdict::{DisruptiveAction, Intervention, Verdict};
