@@ -36,7 +36,7 @@ impl MacroString {
         let mut literal = Vec::new();
         let mut rest = text;
         while let Some(start) = rest.find("%{") {
-            literal.extend_from_slice(rest[..start].as_bytes());
+            literal.extend_from_slice(&rest.as_bytes()[..start]);
             let after = &rest[start + 2..];
             let Some(end) = after.find('}') else {
                 return Err(format!("unclosed macro in {text:?}"));
@@ -67,11 +67,6 @@ impl MacroString {
             [MacroPart::Literal(l)] => Some(l),
             _ => None,
         }
-    }
-
-    /// The parts, in order.
-    pub(crate) fn parts(&self) -> &[MacroPart] {
-        &self.parts
     }
 
     /// Expands with `expander`; borrows when the string is a literal.

@@ -53,7 +53,7 @@ fn run(
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_035_260),
     );
     let mut verdicts = Vec::new();
-    let mut go = |v: Verdict, verdicts: &mut Vec<Verdict>| {
+    let go = |v: Verdict, verdicts: &mut Vec<Verdict>| {
         let stop = v.intervention().is_some();
         verdicts.push(v);
         stop

@@ -613,11 +613,11 @@ mod tests {
         // An ordinary nested document is far from the cap.
         let doc = format!(
             "{{\"data\":{{\"items\":[{}]}}}}",
-            vec!["{\"id\":1,\"n\":\"x\"}"; 500].join(",")
+            vec!["{\"id\":1,\"n\":\"x\"}"; 499].join(",")
         );
         let (out, r) = run(&doc);
         assert_eq!(r, Ok(()));
-        assert_eq!(out.len(), 1000);
+        assert_eq!(out.len(), 999); // 998 values and the array's length
     }
 
     #[test]

@@ -22,16 +22,10 @@
 //! 140,000 pairs in 51 ms; 0.98 MB XML with 30,000 attributes in 15 ms; 1.24 MB multipart
 //! body with 2,000 parts in 6 ms.
 
-// The evaluator (another branch) is the caller; until it lands these are test-only.
-#[allow(dead_code)] // used by the evaluator
 pub(crate) mod cookie;
-#[allow(dead_code)] // used by the evaluator
 pub(crate) mod json;
-#[allow(dead_code)] // used by the evaluator
 pub(crate) mod multipart;
-#[allow(dead_code)] // used by the evaluator
 pub(crate) mod urlencoded;
-#[allow(dead_code)] // used by the evaluator
 pub(crate) mod xml;
 
 #[cfg(test)]

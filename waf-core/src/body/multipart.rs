@@ -173,6 +173,7 @@ impl Multipart {
     }
 
     /// `FILES_COMBINED_SIZE`.
+    #[cfg(test)]
     pub(crate) fn files_combined_size(&self) -> usize {
         self.files.iter().map(|f| f.size).sum()
     }

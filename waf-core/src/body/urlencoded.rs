@@ -61,6 +61,7 @@ pub(crate) fn parse(
 
 /// URL-decodes `input` (`+` → space, `%XX` → byte, invalid `%` kept as-is).
 /// Borrowed when there is nothing to decode.
+#[cfg(test)]
 pub(crate) fn decode(input: &[u8]) -> Cow<'_, [u8]> {
     decode_checked(input).0
 }

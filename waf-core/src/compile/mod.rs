@@ -620,8 +620,6 @@ fn build_rule(
         rule.operator = Some(RuleOperator {
             operator,
             negated: op.negated,
-            name: op.name.clone(),
-            argument: op.argument.clone(),
         });
     }
 

@@ -65,13 +65,11 @@ pub(crate) struct Metadata {
     pub(crate) accuracy: Option<u8>,
 }
 
-/// An operator with its negation and text (for logs).
+/// An operator with its negation.
 #[derive(Debug)]
 pub(crate) struct RuleOperator {
     pub(crate) operator: Operator,
     pub(crate) negated: bool,
-    pub(crate) name: String,
-    pub(crate) argument: String,
 }
 
 /// One thing a rule inspects.

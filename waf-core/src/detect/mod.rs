@@ -17,7 +17,6 @@
 
 // The compiler (`compile/`) is being written in parallel and does not call `Operator` yet;
 // until it does, everything here is used only by tests. Remove once wired.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::fmt;
 

@@ -93,9 +93,8 @@ pub(crate) struct TxData {
     pub(crate) server_addr: Vec<u8>,
     pub(crate) server_port: Vec<u8>,
     pub(crate) unique_id: Vec<u8>,
-    /// Request time, seconds and microseconds since the epoch.
+    /// Request time, seconds since the epoch.
     pub(crate) epoch_secs: u64,
-    pub(crate) epoch_micros: u64,
 
     pub(crate) method: Vec<u8>,
     pub(crate) protocol: Vec<u8>,

@@ -75,7 +75,6 @@ impl TxState {
             server_port: conn.server.port().to_string().into_bytes(),
             unique_id: format!("{:x}{:06x}", since.as_micros(), serial & 0xff_ffff).into_bytes(),
             epoch_secs: since.as_secs(),
-            epoch_micros: since.as_micros() as u64,
             highest_severity: 255,
             web_app_id: config.web_app_id.clone().into_bytes(),
             ..TxData::default()
@@ -380,11 +379,7 @@ impl TxState {
             return false;
         }
         let mime = mime_of(&self.data.response_content_type);
-        self.program
-            .config
-            .response_body_mime_types
-            .iter()
-            .any(|m| *m == mime)
+        self.program.config.response_body_mime_types.contains(&mime)
     }
 
     pub(crate) fn response_body(&mut self, chunk: &[u8]) -> Verdict {

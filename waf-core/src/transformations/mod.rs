@@ -69,7 +69,6 @@ mod tests;
 ///
 /// The variants are those of ModSecurity v3's reference manual; `t:none` is not one of them
 /// (the rule compiler handles it by clearing the chain).
-#[allow(dead_code)] // used by the compiler (variants come from `from_name`)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Transformation {
     /// `t:base64Decode`.
@@ -145,7 +144,6 @@ pub(crate) enum Transformation {
 }
 
 /// Every transformation, in the order of ModSecurity's reference manual.
-#[allow(dead_code)] // used by the compiler (name lookup) and the tests
 pub(crate) const ALL: [Transformation; 35] = [
     Transformation::Base64Decode,
     Transformation::Base64DecodeExt,
@@ -184,7 +182,6 @@ pub(crate) const ALL: [Transformation; 35] = [
     Transformation::Utf8ToUnicode,
 ];
 
-#[allow(dead_code)] // used by the compiler
 impl Transformation {
     /// Looks a name up, ignoring ASCII case (`none` is not a transformation: the compiler
     /// handles it). Both the British and the American spelling of the path normalisers are
