@@ -2,7 +2,7 @@
 //! `cargo run -p waf-examples --example check -- RULES.conf 'GET /?q=...'`.
 use std::time::SystemTime;
 
-use waf_core::{ConnectionInfo, RequestHead, Waf};
+use waf_core::{ConnectionInfo, RequestHead, ResponseHead, Waf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -18,9 +18,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if verdict.intervention().is_none() {
         verdict = tx.request_end();
     }
+    if verdict.intervention().is_none() {
+        verdict = tx.response_headers(&ResponseHead::new(200, b"HTTP/1.1", &[]));
+    }
+    if verdict.intervention().is_none() {
+        verdict = tx.response_end();
+    }
     let report = tx.finish();
     println!("verdict: {verdict:?}");
-    for rule in &report.matched_rules {
+    for rule in report.matched_rules.iter().filter(|r| r.log) {
         println!(
             "matched {} {}",
             rule.id,

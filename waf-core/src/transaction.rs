@@ -97,10 +97,21 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn new(waf: Waf, conn: &ConnectionInfo, now: SystemTime) -> Transaction {
+    pub(crate) fn new(
+        waf: Waf,
+        conn: &ConnectionInfo,
+        now: SystemTime,
+        id: Option<&str>,
+    ) -> Transaction {
         Transaction {
-            state: TxState::new(waf, conn, now),
+            state: TxState::new(waf, conn, now, id),
         }
+    }
+
+    /// The transaction's unique id (`UNIQUE_ID`), also in [`Report::unique_id`]: put it in
+    /// block pages and logs.
+    pub fn unique_id(&self) -> &str {
+        self.state.unique_id()
     }
 
     /// Phase 1: the request line and headers.

@@ -40,7 +40,18 @@ impl Waf {
     /// Starts a transaction for one request. `now` is the time the request arrived; the
     /// engine never reads a clock.
     pub fn transaction(&self, conn: &ConnectionInfo, now: SystemTime) -> Transaction {
-        Transaction::new(self.clone(), conn, now)
+        Transaction::new(self.clone(), conn, now, None)
+    }
+
+    /// Starts a transaction whose `UNIQUE_ID` is `id` (for example an `X-Request-Id` set by
+    /// a trusted proxy) instead of one the engine makes up.
+    pub fn transaction_with_id(
+        &self,
+        conn: &ConnectionInfo,
+        now: SystemTime,
+        id: &str,
+    ) -> Transaction {
+        Transaction::new(self.clone(), conn, now, Some(id))
     }
 
     /// Load warnings: things that loaded but are probably mistakes.
@@ -136,5 +147,11 @@ mod tests {
     fn waf_is_send_sync_and_cheap_to_clone() {
         fn assert_send_sync<T: Send + Sync + Clone>() {}
         assert_send_sync::<Waf>();
+    }
+
+    #[test]
+    fn transactions_can_move_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Transaction>();
     }
 }

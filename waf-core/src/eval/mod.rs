@@ -63,7 +63,12 @@ pub(crate) struct TxState {
 }
 
 impl TxState {
-    pub(crate) fn new(waf: Waf, conn: &ConnectionInfo, now: SystemTime) -> TxState {
+    pub(crate) fn new(
+        waf: Waf,
+        conn: &ConnectionInfo,
+        now: SystemTime,
+        id: Option<&str>,
+    ) -> TxState {
         let program = waf.program;
         let config = &program.config;
         let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -73,7 +78,10 @@ impl TxState {
             remote_port: conn.client.port().to_string().into_bytes(),
             server_addr: conn.server.ip().to_string().into_bytes(),
             server_port: conn.server.port().to_string().into_bytes(),
-            unique_id: format!("{:x}{:06x}", since.as_micros(), serial & 0xff_ffff).into_bytes(),
+            unique_id: match id {
+                Some(id) => id.as_bytes().to_vec(),
+                None => format!("{:x}{:06x}", since.as_micros(), serial & 0xff_ffff).into_bytes(),
+            },
             epoch_secs: since.as_secs(),
             highest_severity: 255,
             web_app_id: config.web_app_id.clone().into_bytes(),
@@ -101,6 +109,11 @@ impl TxState {
             request_body_over_limit: false,
             response_body_over_limit: false,
         }
+    }
+
+    pub(crate) fn unique_id(&self) -> &str {
+        // Made from a formatted number or a caller's `&str`, so always UTF-8.
+        std::str::from_utf8(&self.data.unique_id).unwrap_or_default()
     }
 
     fn stopped(&self) -> Option<Verdict> {
