@@ -36,16 +36,28 @@ impl Hasher for IntHasher {
     }
 }
 
+/// Where a cached value lives: the raw value itself (every step so far left it
+/// unchanged) or a buffer in the arena.
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    Raw,
+    Arena(usize),
+}
+
 /// Transformed values of one phase.
 #[derive(Debug, Default)]
 pub(crate) struct TransformCache {
-    /// `None`: this step left the value unchanged.
-    map: HashMap<(ValueKey, u32), Option<Vec<u8>>, BuildHasherDefault<IntHasher>>,
+    /// (value, chain prefix) → where the result is. Each entry is already resolved, so a
+    /// hit costs one lookup however long the chain.
+    map: HashMap<(ValueKey, u32), Slot, BuildHasherDefault<IntHasher>>,
+    /// Values some step changed.
+    arena: Vec<Vec<u8>>,
 }
 
 impl TransformCache {
     pub(crate) fn clear(&mut self) {
         self.map.clear();
+        self.arena.clear();
     }
 
     /// `raw` after `chain`, reusing and filling the cache when the value has a key.
@@ -56,43 +68,48 @@ impl TransformCache {
         chain: &[Transformation],
         prefix_ids: &[u32],
     ) -> Cow<'a, [u8]> {
-        if chain.is_empty() {
+        let n = chain.len();
+        if n == 0 {
             return Cow::Borrowed(raw);
         }
         let Some(key) = key else {
             return apply_all(raw, chain);
         };
-        let n = chain.len();
+        if let Some(&slot) = self.map.get(&(key, prefix_ids[n - 1])) {
+            return Cow::Borrowed(self.slice(slot, raw));
+        }
+        if self.map.capacity() == 0 {
+            self.map.reserve(256);
+        }
+        // The longest cached prefix, if any.
         let mut start = 0;
-        for i in (0..n).rev() {
-            if self.map.contains_key(&(key, prefix_ids[i])) {
+        let mut slot = Slot::Raw;
+        for i in (0..n - 1).rev() {
+            if let Some(&s) = self.map.get(&(key, prefix_ids[i])) {
                 start = i + 1;
+                slot = s;
                 break;
             }
         }
         for i in start..n {
-            let out = {
-                let input = self.resolve(key, &prefix_ids[..i], raw);
-                match chain[i].apply(input) {
-                    Cow::Borrowed(_) => None,
-                    Cow::Owned(v) => Some(v),
-                }
+            let changed = match chain[i].apply(self.slice(slot, raw)) {
+                Cow::Borrowed(_) => None,
+                Cow::Owned(v) => Some(v),
             };
-            self.map.insert((key, prefix_ids[i]), out);
+            if let Some(v) = changed {
+                self.arena.push(v);
+                slot = Slot::Arena(self.arena.len() - 1);
+            }
+            self.map.insert((key, prefix_ids[i]), slot);
         }
-        Cow::Borrowed(self.resolve(key, prefix_ids, raw))
+        Cow::Borrowed(self.slice(slot, raw))
     }
 
-    /// The value after the chain identified by `prefix_ids` (all cached).
-    fn resolve<'a>(&'a self, key: ValueKey, prefix_ids: &[u32], raw: &'a [u8]) -> &'a [u8] {
-        for id in prefix_ids.iter().rev() {
-            match self.map.get(&(key, *id)) {
-                Some(Some(v)) => return v,
-                Some(None) => continue,
-                None => break,
-            }
+    fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
+        match slot {
+            Slot::Raw => raw,
+            Slot::Arena(i) => &self.arena[i],
         }
-        raw
     }
 }
 
