@@ -14,18 +14,28 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::eval::data::ValueKey;
 use crate::transformations::Transformation;
 
-/// A multiplicative hasher for the small integer keys of the cache (SipHash would cost
-/// more than many transformations).
+/// A multiplicative (Fx-style) hasher for the engine's internal maps, whose keys are
+/// small integers or short variable names chosen by rule authors, not attackers (SipHash
+/// would cost more than many transformations).
 #[derive(Default)]
-pub(crate) struct IntHasher(u64);
+pub(crate) struct FastHasher(u64);
 
-impl Hasher for IntHasher {
+/// `HashMap` state using [`FastHasher`].
+pub(crate) type FastState = BuildHasherDefault<FastHasher>;
+
+impl Hasher for FastHasher {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
         }
     }
     fn write_u32(&mut self, n: u32) {
@@ -49,7 +59,7 @@ enum Slot {
 pub(crate) struct TransformCache {
     /// (value, chain prefix) → where the result is. Each entry is already resolved, so a
     /// hit costs one lookup however long the chain.
-    map: HashMap<(ValueKey, u32), Slot, BuildHasherDefault<IntHasher>>,
+    map: HashMap<(ValueKey, u32), Slot, FastState>,
     /// Values some step changed.
     arena: Vec<Vec<u8>>,
 }

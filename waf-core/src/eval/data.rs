@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use crate::actions::ctl::BodyProcessor;
 use crate::actions::CollectionName;
+use crate::eval::cache::FastState;
 use crate::eval::store::Record;
 use crate::macros::MacroExpander;
 use crate::variables::{Selector, Variable};
@@ -135,11 +136,11 @@ pub(crate) struct TxData {
     pub(crate) inbound_data_error: bool,
 
     /// `TX`, keys lower-cased.
-    pub(crate) tx: HashMap<Vec<u8>, Vec<u8>>,
+    pub(crate) tx: HashMap<Vec<u8>, Vec<u8>, FastState>,
     /// Persistent collections loaded by `initcol`: (record key, record).
     pub(crate) collections: HashMap<CollectionName, (Vec<u8>, Record)>,
     /// `ENV`, keys lower-cased.
-    pub(crate) env: HashMap<Vec<u8>, Vec<u8>>,
+    pub(crate) env: HashMap<Vec<u8>, Vec<u8>, FastState>,
 
     pub(crate) matched_var: Vec<u8>,
     pub(crate) matched_var_name: Vec<u8>,
@@ -288,7 +289,7 @@ impl TxData {
                 }
             }
         };
-        let map = |m: &HashMap<Vec<u8>, Vec<u8>>, f: &mut Visit<'_>| match selector {
+        let map = |m: &HashMap<Vec<u8>, Vec<u8>, FastState>, f: &mut Visit<'_>| match selector {
             Selector::Key(k) => {
                 if let Some(v) = m.get(k) {
                     if !excluded(k) {

@@ -111,21 +111,16 @@ impl TxState {
             Some(op) => {
                 let data = &self.data;
                 let cache = &mut self.cache;
-                let removed: Vec<_> = self
-                    .removed_targets
-                    .iter()
-                    .filter(|(s, _)| selects(s, head))
-                    .map(|(_, t)| t)
-                    .collect();
+                let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
                     let excluded = |key: &[u8]| {
                         rule.exclusions
                             .iter()
                             .any(|(v, s)| *v == variable && s.matches(key))
-                            || removed
-                                .iter()
-                                .any(|t| t.variable == variable && t.selector.matches(key))
+                            || removed_targets.iter().any(|(s, t)| {
+                                t.variable == variable && t.selector.matches(key) && selects(s, head)
+                            })
                     };
                     let mut check = |value: &[u8], name: &VarName<'_>| {
                         let mut caps = Captures::default();
@@ -228,6 +223,14 @@ impl TxState {
 
     /// Reports a matched chain and carries out its disruptive action.
     fn on_chain_matched(&mut self, rule: &Rule, phase: u8) -> Flow {
+        if let Some(sev) = rule.meta.severity {
+            self.data.highest_severity = self.data.highest_severity.min(sev.number());
+        }
+        // `nolog` rules that only pass (CRS's many initialisation and scoring rules) are
+        // not reported: building their record would cost more than running them.
+        if !rule.log && matches!(rule.disruptive, Disruptive::Pass | Disruptive::Block) {
+            return Flow::Next;
+        }
         let message = rule
             .meta
             .msg
@@ -238,9 +241,6 @@ impl TxState {
             .logdata
             .as_ref()
             .map(|m| String::from_utf8_lossy(&m.expand(&self.data)).into_owned());
-        if let Some(sev) = rule.meta.severity {
-            self.data.highest_severity = self.data.highest_severity.min(sev.number());
-        }
         let disruptive = !matches!(rule.disruptive, Disruptive::Pass);
         let matched_data_end = self.data.matched_var.len().min(DEFAULT_MATCHED_DATA_LEN);
         self.matched.push(MatchedRule {
