@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::compile::prefilter::Prefilter;
 use crate::eval::data::ValueKey;
 use crate::transformations::Transformation;
 
@@ -49,7 +50,7 @@ impl Hasher for FastHasher {
 /// Where a cached value lives: the raw value itself (every step so far left it
 /// unchanged) or a buffer in the arena.
 #[derive(Clone, Copy, Debug)]
-enum Slot {
+pub(crate) enum Slot {
     Raw,
     Arena(usize),
 }
@@ -62,31 +63,62 @@ pub(crate) struct TransformCache {
     map: HashMap<(ValueKey, u32), Slot, FastState>,
     /// Values some step changed.
     arena: Vec<Vec<u8>>,
+    /// (value, prefilter group) → offset of its bit set in `bits`.
+    prefiltered: HashMap<(ValueKey, u32), usize, FastState>,
+    bits: Vec<u64>,
 }
 
 impl TransformCache {
     pub(crate) fn clear(&mut self) {
         self.map.clear();
         self.arena.clear();
+        self.prefiltered.clear();
+        self.bits.clear();
     }
 
-    /// `raw` after `chain`, reusing and filling the cache when the value has a key.
-    pub(crate) fn transform<'a>(
-        &'a mut self,
-        key: Option<ValueKey>,
-        raw: &'a [u8],
+    /// Whether the prefilter of `group` lets the rule with `bit` see the value `key`
+    /// (transformed: `slot`). Scans once per (value, group) per phase.
+    pub(crate) fn prefilter_passes(
+        &mut self,
+        key: ValueKey,
+        slot: Slot,
+        raw: &[u8],
+        group: u32,
+        bit: u32,
+        prefilter: &Prefilter,
+    ) -> bool {
+        let offset = match self.prefiltered.get(&(key, group)) {
+            Some(&o) => o,
+            None => {
+                let offset = self.bits.len();
+                self.bits.resize(offset + prefilter.words, 0);
+                let input = match slot {
+                    Slot::Raw => raw,
+                    Slot::Arena(i) => &self.arena[i],
+                };
+                prefilter.scan(input, &mut self.bits[offset..]);
+                self.prefiltered.insert((key, group), offset);
+                offset
+            }
+        };
+        self.bits[offset + bit as usize / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// Where `raw` after `chain` is, computing and caching it as needed (see
+    /// [`TransformCache::slice`]).
+    pub(crate) fn transform_slot(
+        &mut self,
+        key: ValueKey,
+        raw: &[u8],
         chain: &[Transformation],
         prefix_ids: &[u32],
-    ) -> Cow<'a, [u8]> {
+    ) -> Slot {
         let n = chain.len();
         if n == 0 {
-            return Cow::Borrowed(raw);
+            return Slot::Raw;
         }
-        let Some(key) = key else {
-            return apply_all(raw, chain);
-        };
         if let Some(&slot) = self.map.get(&(key, prefix_ids[n - 1])) {
-            return Cow::Borrowed(self.slice(slot, raw));
+            return slot;
         }
         if self.map.capacity() == 0 {
             self.map.reserve(256);
@@ -112,10 +144,11 @@ impl TransformCache {
             }
             self.map.insert((key, prefix_ids[i]), slot);
         }
-        Cow::Borrowed(self.slice(slot, raw))
+        slot
     }
 
-    fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
+    /// The bytes of a slot from [`TransformCache::transform_slot`] for `raw`.
+    pub(crate) fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
         match slot {
             Slot::Raw => raw,
             Slot::Arena(i) => &self.arena[i],

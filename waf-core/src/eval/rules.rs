@@ -111,6 +111,9 @@ impl TxState {
             Some(op) => {
                 let data = &self.data;
                 let cache = &mut self.cache;
+                let prefilter = rule
+                    .prefilter
+                    .and_then(|r| self.program.prefilters.get(r.group as usize).map(|p| (r, p)));
                 let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
@@ -122,17 +125,21 @@ impl TxState {
                                 t.variable == variable && t.selector.matches(key) && selects(s, head)
                             })
                     };
-                    let mut check = |value: &[u8], name: &VarName<'_>| {
+                    // Runs the operator on one value (unless its result is `known`) and
+                    // records a match; true when it matched.
+                    let mut check_known = |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
                         let mut caps = Captures::default();
-                        let hit = op.operator.evaluate(
-                            value,
-                            data,
-                            if rule.capture && !op.negated {
-                                Some(&mut caps)
-                            } else {
-                                None
-                            },
-                        );
+                        let hit = known.unwrap_or_else(|| {
+                            op.operator.evaluate(
+                                value,
+                                data,
+                                if rule.capture && !op.negated {
+                                    Some(&mut caps)
+                                } else {
+                                    None
+                                },
+                            )
+                        });
                         if hit != op.negated {
                             let mut rendered = Vec::new();
                             name.render(&mut rendered);
@@ -154,7 +161,7 @@ impl TxState {
                         };
                         let num = Num::new(n as i128);
                         let value = super::cache::apply_all(num.as_bytes(), &rule.transformations);
-                        check(&value, &name);
+                        check_known(&value, &name, None);
                         continue;
                     }
                     data.visit(
@@ -165,7 +172,7 @@ impl TxState {
                             if rule.multi_match {
                                 // Run the operator on the value before and after each step that
                                 // changed it.
-                                if check(raw, &name) {
+                                if check_known(raw, &name, None) {
                                     return;
                                 }
                                 let mut value: Cow<'_, [u8]> = Cow::Borrowed(raw);
@@ -176,19 +183,32 @@ impl TxState {
                                     };
                                     if let Some(v) = next {
                                         value = Cow::Owned(v);
-                                        if check(&value, &name) {
+                                        if check_known(&value, &name, None) {
                                             return;
                                         }
                                     }
                                 }
-                            } else {
-                                let value = cache.transform(
+                            } else if let Some(key) = key {
+                                let slot = cache.transform_slot(
                                     key,
                                     raw,
                                     &rule.transformations,
                                     &rule.prefix_ids,
                                 );
-                                check(&value, &name);
+                                let known = match prefilter {
+                                    Some((r, p))
+                                        if !cache.prefilter_passes(key, slot, raw, r.group, r.bit, p) =>
+                                    {
+                                        // None of the rule's literals occurs, so its regex
+                                        // cannot match.
+                                        Some(false)
+                                    }
+                                    _ => None,
+                                };
+                                check_known(cache.slice(slot, raw), &name, known);
+                            } else {
+                                let value = super::cache::apply_all(raw, &rule.transformations);
+                                check_known(&value, &name, None);
                             }
                         },
                     );
