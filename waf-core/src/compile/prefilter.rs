@@ -98,3 +98,51 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
     out.sort_by_key(|(g, _)| *g);
     out.into_iter().map(|(_, p)| p).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::Waf;
+
+    /// How many CRS `@rx` rules get a prefilter (printed; asserted loosely so a regression
+    /// in literal extraction shows).
+    #[test]
+    fn most_crs_regexes_are_prefiltered() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/crs");
+        if !std::path::Path::new(dir).exists() {
+            return;
+        }
+        let waf = Waf::builder()
+            .seclang_file(format!("{dir}/crs-setup.conf.example"))
+            .seclang_glob(format!("{dir}/rules/*.conf"))
+            .build()
+            .unwrap();
+        let (mut rx, mut with) = (0, 0);
+        let mut without = Vec::new();
+        fn walk(
+            r: &crate::compile::Rule,
+            head: u64,
+            rx: &mut usize,
+            with: &mut usize,
+            without: &mut Vec<u64>,
+        ) {
+            if let Some(op) = &r.operator {
+                if matches!(op.operator, crate::operators::Operator::Rx(_)) {
+                    *rx += 1;
+                    if r.prefilter.is_some() {
+                        *with += 1;
+                    } else {
+                        without.push(head);
+                    }
+                }
+            }
+            if let Some(c) = &r.chain {
+                walk(c, head, rx, with, without);
+            }
+        }
+        for r in &waf.program.rules {
+            walk(r, r.id, &mut rx, &mut with, &mut without);
+        }
+        println!("{with} of {rx} @rx rules prefiltered; without: {without:?}");
+        assert!(with * 10 >= rx * 7, "{with} of {rx}");
+    }
+}

@@ -12,8 +12,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::compile::prefilter::Prefilter;
-use crate::eval::data::ValueKey;
+use crate::eval::data::{TxData, ValueKey};
 use crate::transformations::Transformation;
+use crate::variables::Variable;
 
 /// A multiplicative (Fx-style) hasher for the engine's internal maps, whose keys are
 /// small integers or short variable names chosen by rule authors, not attackers (SipHash
@@ -66,6 +67,35 @@ pub(crate) struct TransformCache {
     /// (value, prefilter group) → offset of its bit set in `bits`.
     prefiltered: HashMap<(ValueKey, u32), usize, FastState>,
     bits: Vec<u64>,
+    /// (collection, prefilter group) → for each rule bit, the positions of the values
+    /// that passed the prefilter for it (see [`Candidates`]).
+    candidates: HashMap<(Variable, u32), Candidates, FastState>,
+}
+
+/// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
+/// are, in visiting order, the values whose literals enable rule bit `b`. A rule then
+/// visits only those, instead of every value of the collection: on a 10 KB JSON body that
+/// is a few values instead of hundreds per rule.
+#[derive(Debug, Default)]
+pub(crate) struct Candidates {
+    offsets: Vec<u32>,
+    positions: Vec<u32>,
+}
+
+impl Candidates {
+    /// The range of `positions` for `bit`.
+    pub(crate) fn range(&self, bit: u32) -> std::ops::Range<usize> {
+        let b = bit as usize;
+        match (self.offsets.get(b), self.offsets.get(b + 1)) {
+            (Some(&s), Some(&e)) => s as usize..e as usize,
+            _ => 0..0,
+        }
+    }
+
+    /// The position at index `i` of a range from [`Candidates::range`].
+    pub(crate) fn position(&self, i: usize) -> usize {
+        self.positions[i] as usize
+    }
 }
 
 impl TransformCache {
@@ -74,6 +104,56 @@ impl TransformCache {
         self.arena.clear();
         self.prefiltered.clear();
         self.bits.clear();
+        self.candidates.clear();
+    }
+
+    /// The candidate lists of `variable` for a prefilter group, if already built.
+    pub(crate) fn candidates(&self, variable: Variable, group: u32) -> Option<&Candidates> {
+        self.candidates.get(&(variable, group))
+    }
+
+    /// Builds the candidate lists of `variable` for `group`, whose rules use `chain`.
+    pub(crate) fn build_candidates(
+        &mut self,
+        data: &TxData,
+        variable: Variable,
+        group: u32,
+        chain: &[Transformation],
+        prefix_ids: &[u32],
+        prefilter: &Prefilter,
+    ) {
+        let len = data.indexed_len(variable).unwrap_or(0);
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for pos in 0..len {
+            let (Some(key), _, raw) = data.indexed(variable, pos) else {
+                continue;
+            };
+            let slot = self.transform_slot(key, raw, chain, prefix_ids);
+            let offset = self.prefilter_bits(key, slot, raw, group, prefilter);
+            for (w, &word) in self.bits[offset..offset + prefilter.words]
+                .iter()
+                .enumerate()
+            {
+                let mut x = word;
+                while x != 0 {
+                    let b = x.trailing_zeros();
+                    pairs.push((w as u32 * 64 + b, pos as u32));
+                    x &= x - 1;
+                }
+            }
+        }
+        pairs.sort_by_key(|&(b, _)| b);
+        let nbits = prefilter.words * 64;
+        let mut offsets = vec![0u32; nbits + 1];
+        for &(b, _) in &pairs {
+            offsets[b as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let positions = pairs.into_iter().map(|(_, p)| p).collect();
+        self.candidates
+            .insert((variable, group), Candidates { offsets, positions });
     }
 
     /// Whether the prefilter of `group` lets the rule with `bit` see the value `key`
@@ -87,21 +167,31 @@ impl TransformCache {
         bit: u32,
         prefilter: &Prefilter,
     ) -> bool {
-        let offset = match self.prefiltered.get(&(key, group)) {
-            Some(&o) => o,
-            None => {
-                let offset = self.bits.len();
-                self.bits.resize(offset + prefilter.words, 0);
-                let input = match slot {
-                    Slot::Raw => raw,
-                    Slot::Arena(i) => &self.arena[i],
-                };
-                prefilter.scan(input, &mut self.bits[offset..]);
-                self.prefiltered.insert((key, group), offset);
-                offset
-            }
-        };
+        let offset = self.prefilter_bits(key, slot, raw, group, prefilter);
         self.bits[offset + bit as usize / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// The offset in `bits` of the prefilter result of (value, group), scanning on a miss.
+    fn prefilter_bits(
+        &mut self,
+        key: ValueKey,
+        slot: Slot,
+        raw: &[u8],
+        group: u32,
+        prefilter: &Prefilter,
+    ) -> usize {
+        if let Some(&o) = self.prefiltered.get(&(key, group)) {
+            return o;
+        }
+        let offset = self.bits.len();
+        self.bits.resize(offset + prefilter.words, 0);
+        let input = match slot {
+            Slot::Raw => raw,
+            Slot::Arena(i) => &self.arena[i],
+        };
+        prefilter.scan(input, &mut self.bits[offset..]);
+        self.prefiltered.insert((key, group), offset);
+        offset
     }
 
     /// Where `raw` after `chain` is, computing and caching it as needed (see

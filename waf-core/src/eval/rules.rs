@@ -20,6 +20,7 @@ use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
 use crate::report::MatchedRule;
+use crate::variables::Selector;
 use crate::verdict::{DisruptiveAction, Intervention, Verdict};
 use crate::waf::EngineMode;
 
@@ -111,9 +112,12 @@ impl TxState {
             Some(op) => {
                 let data = &self.data;
                 let cache = &mut self.cache;
-                let prefilter = rule
-                    .prefilter
-                    .and_then(|r| self.program.prefilters.get(r.group as usize).map(|p| (r, p)));
+                let prefilter = rule.prefilter.and_then(|r| {
+                    self.program
+                        .prefilters
+                        .get(r.group as usize)
+                        .map(|p| (r, p))
+                });
                 let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
@@ -122,37 +126,82 @@ impl TxState {
                             .iter()
                             .any(|(v, s)| *v == variable && s.matches(key))
                             || removed_targets.iter().any(|(s, t)| {
-                                t.variable == variable && t.selector.matches(key) && selects(s, head)
+                                t.variable == variable
+                                    && t.selector.matches(key)
+                                    && selects(s, head)
                             })
                     };
                     // Runs the operator on one value (unless its result is `known`) and
                     // records a match; true when it matched.
-                    let mut check_known = |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
-                        let mut caps = Captures::default();
-                        let hit = known.unwrap_or_else(|| {
-                            op.operator.evaluate(
-                                value,
-                                data,
-                                if rule.capture && !op.negated {
-                                    Some(&mut caps)
-                                } else {
-                                    None
-                                },
-                            )
-                        });
-                        if hit != op.negated {
-                            let mut rendered = Vec::new();
-                            name.render(&mut rendered);
-                            matches.push(Match {
-                                name: rendered,
-                                value: value.to_vec(),
-                                captures: (rule.capture && !op.negated).then_some(caps.groups),
+                    let mut check_known =
+                        |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
+                            let mut caps = Captures::default();
+                            let hit = known.unwrap_or_else(|| {
+                                op.operator.evaluate(
+                                    value,
+                                    data,
+                                    if rule.capture && !op.negated {
+                                        Some(&mut caps)
+                                    } else {
+                                        None
+                                    },
+                                )
                             });
-                            true
-                        } else {
-                            false
+                            if hit != op.negated {
+                                let mut rendered = Vec::new();
+                                name.render(&mut rendered);
+                                matches.push(Match {
+                                    name: rendered,
+                                    value: value.to_vec(),
+                                    captures: (rule.capture && !op.negated).then_some(caps.groups),
+                                });
+                                true
+                            } else {
+                                false
+                            }
+                        };
+                    // Big collections under a prefiltered, non-negated operator: visit only
+                    // the values whose literals let this rule match (see `Candidates`).
+                    if let Some((r, p)) = prefilter.filter(|_| {
+                        !rule.multi_match
+                            && !op.negated
+                            && !target.count
+                            && matches!(target.selector, Selector::All)
+                            && data.indexed_len(variable).is_some()
+                    }) {
+                        if cache.candidates(variable, r.group).is_none() {
+                            cache.build_candidates(
+                                data,
+                                variable,
+                                r.group,
+                                &rule.transformations,
+                                &rule.prefix_ids,
+                                p,
+                            );
                         }
-                    };
+                        let range = cache
+                            .candidates(variable, r.group)
+                            .map_or(0..0, |c| c.range(r.bit));
+                        for i in range {
+                            let pos = cache
+                                .candidates(variable, r.group)
+                                .map_or(0, |c| c.position(i));
+                            let (Some(key), name, raw) = data.indexed(variable, pos) else {
+                                continue;
+                            };
+                            if name.key.is_some_and(&excluded) {
+                                continue;
+                            }
+                            let slot = cache.transform_slot(
+                                key,
+                                raw,
+                                &rule.transformations,
+                                &rule.prefix_ids,
+                            );
+                            check_known(cache.slice(slot, raw), &name, None);
+                        }
+                        continue;
+                    }
                     if target.count {
                         let n = data.count(variable, &target.selector, &excluded);
                         let name = VarName {
@@ -197,7 +246,9 @@ impl TxState {
                                 );
                                 let known = match prefilter {
                                     Some((r, p))
-                                        if !cache.prefilter_passes(key, slot, raw, r.group, r.bit, p) =>
+                                        if !cache.prefilter_passes(
+                                            key, slot, raw, r.group, r.bit, p,
+                                        ) =>
                                     {
                                         // None of the rule's literals occurs, so its regex
                                         // cannot match.

@@ -40,17 +40,63 @@ pub(crate) fn required_literals(pattern: &str, unicode: bool) -> Option<Vec<Vec<
         .limit_literal_len(64)
         .limit_total(MAX_LITERALS);
     let seq = extractor.extract(&folded);
-    let literals = seq.literals()?;
-    if literals.is_empty() || literals.iter().any(|l| l.as_bytes().is_empty()) {
-        return None;
-    }
-    let mut out: Vec<Vec<u8>> = literals
-        .iter()
-        .map(|l| l.as_bytes().to_ascii_lowercase())
-        .collect();
+    let prefixes = seq.literals().and_then(|literals| {
+        if literals.is_empty() || literals.iter().any(|l| l.as_bytes().is_empty()) {
+            return None;
+        }
+        Some(
+            literals
+                .iter()
+                .map(|l| l.as_bytes().to_vec())
+                .collect::<Vec<_>>(),
+        )
+    });
+    // Patterns that start with a class or an optional part have no finite prefix set, but
+    // most still require some literal somewhere (`[\s(]+select\b`): use that instead.
+    let best = match (prefixes, required_factors(&folded)) {
+        (Some(p), Some(f)) => Some(if score(&f) > score(&p) { f } else { p }),
+        (p, f) => p.or(f),
+    }?;
+    let mut out: Vec<Vec<u8>> = best.iter().map(|l| l.to_ascii_lowercase()).collect();
     out.sort();
     out.dedup();
-    Some(out)
+    (!out.is_empty() && out.len() <= MAX_LITERALS && out.iter().all(|l| !l.is_empty()))
+        .then_some(out)
+}
+
+/// How selective a literal set is: its shortest literal, then fewer literals.
+fn score(set: &[Vec<u8>]) -> (usize, std::cmp::Reverse<usize>) {
+    (
+        set.iter().map(Vec::len).min().unwrap_or(0),
+        std::cmp::Reverse(set.len()),
+    )
+}
+
+/// A set of literals at least one of which occurs in every match (anywhere, not only at
+/// the start), or `None`. Sound by construction: a concatenation needs every part, so any
+/// part's set will do; an alternation needs one branch, so it needs the union; a
+/// repetition needs its body only when it must occur at least once.
+fn required_factors(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        HirKind::Literal(lit) => (!lit.0.is_empty()).then(|| vec![lit.0.to_vec()]),
+        HirKind::Capture(cap) => required_factors(&cap.sub),
+        HirKind::Repetition(rep) if rep.min >= 1 => required_factors(&rep.sub),
+        HirKind::Concat(subs) => subs
+            .iter()
+            .filter_map(required_factors)
+            .max_by_key(|set| score(set)),
+        HirKind::Alternation(subs) => {
+            let mut all = Vec::new();
+            for sub in subs {
+                all.extend(required_factors(sub)?);
+                if all.len() > MAX_LITERALS {
+                    return None;
+                }
+            }
+            Some(all)
+        }
+        _ => None,
+    }
 }
 
 /// Replaces every class that is exactly `{x, X}` for one ASCII letter by the literal `x`.
@@ -101,16 +147,32 @@ mod tests {
     use super::*;
 
     fn lits(p: &str) -> Option<Vec<String>> {
-        required_literals(p, false)
-            .map(|v| v.into_iter().map(|l| String::from_utf8(l).unwrap()).collect())
+        required_literals(p, false).map(|v| {
+            v.into_iter()
+                .map(|l| String::from_utf8(l).unwrap())
+                .collect()
+        })
     }
 
     #[test]
     fn alternations_and_case() {
-        assert_eq!(lits("(?i)union\\s+select"), Some(vec!["union".into()]));
-        assert_eq!(lits("(?i)Union[ab]"), Some(vec!["uniona".into(), "unionb".into()]));
+        assert_eq!(lits("(?i)union\\s+select"), Some(vec!["select".into()]));
+        assert_eq!(
+            lits("(?i)Union[ab]"),
+            Some(vec!["uniona".into(), "unionb".into()])
+        );
         let l = lits("(?i:<script|javascript:)").unwrap();
         assert!(l.contains(&"<script".to_string()) && l.contains(&"javascript:".to_string()));
+    }
+
+    #[test]
+    fn inner_literals_when_there_is_no_prefix() {
+        assert_eq!(lits("(?i)[\\s(]+select\\b"), Some(vec!["select".into()]));
+        assert_eq!(
+            lits("(?:^|[^a-z])(?:cat|ls)\\s"),
+            Some(vec!["cat".into(), "ls".into()])
+        );
+        assert_eq!(lits("[a-z]*x?"), None);
     }
 
     #[test]
@@ -124,18 +186,27 @@ mod tests {
     #[test]
     fn every_match_contains_a_literal() {
         let cases = [
-            ("(?i)(?:\\bselect\\b|\\bunion\\b)", &["SELECT x", "x Union y"][..]),
+            (
+                "(?i)(?:\\bselect\\b|\\bunion\\b)",
+                &["SELECT x", "x Union y"][..],
+            ),
             ("(?i)on(?:error|load)\\s*=", &["ONLOAD =", "onerror="]),
             ("\\x22?\\x24Version", &["$Version", "\"$Version"]),
+            ("(?i)[\\s(]+(?:select|union)\\b", &[" SELECT", "((union"]),
+            ("(?:^|;)\\s*(?:cat|ls)\\b", &["cat", ";  ls"]),
         ];
         for (p, inputs) in cases {
             let l = required_literals(p, false).unwrap();
-            let re = regex::bytes::RegexBuilder::new(p).unicode(false).build().unwrap();
+            let re = regex::bytes::RegexBuilder::new(p)
+                .unicode(false)
+                .build()
+                .unwrap();
             for input in inputs {
                 assert!(re.is_match(input.as_bytes()));
                 let lower = input.to_ascii_lowercase();
                 assert!(
-                    l.iter().any(|lit| lower.as_bytes().windows(lit.len()).any(|w| w == &lit[..])),
+                    l.iter()
+                        .any(|lit| lower.as_bytes().windows(lit.len()).any(|w| w == &lit[..])),
                     "{p} on {input}: {l:?}"
                 );
             }
