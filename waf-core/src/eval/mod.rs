@@ -60,6 +60,7 @@ pub(crate) struct TxState {
     matched: Vec<MatchedRule>,
     request_body_over_limit: bool,
     response_body_over_limit: bool,
+    scratch: rules::MatchScratch,
 }
 
 impl TxState {
@@ -108,6 +109,7 @@ impl TxState {
             matched: Vec::new(),
             request_body_over_limit: false,
             response_body_over_limit: false,
+            scratch: rules::MatchScratch::default(),
         }
     }
 
