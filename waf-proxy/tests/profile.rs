@@ -13,6 +13,9 @@ use waf_core::{ConnectionInfo, EngineMode, RequestHead, Verdict, Waf};
 use waf_proxy::profile::{self, DEFAULT_RULES};
 use waf_proxy::replay::{self, ReplaySummary};
 
+/// Extra request headers of a test case.
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
 }
@@ -97,7 +100,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     let form = [("Content-Type", "application/x-www-form-urlencoded")];
     let json = [("Content-Type", "application/json")];
     let xml = [("Content-Type", "application/xml")];
-    let blocked: &[(&str, &[(&str, &str)], &str, u64)] = &[
+    let blocked: &[(&str, Headers, &str, u64)] = &[
         ("/?id=1%27%20or%20%271%27%3D%271", &[], "", 199002),
         ("/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], "", 199002),
         ("/?file=../../../../etc/passwd", &[], "", 199002),
@@ -142,7 +145,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
             "{uri} {headers:?} {body}"
         );
     }
-    let passed: &[(&str, &[(&str, &str)], &str)] = &[
+    let passed: &[(&str, Headers, &str)] = &[
         ("/", &[], ""),
         ("/search?q=O%27Brien%20and%20sons", &[], ""),
         ("/docs?path=guide/intro.html", &[], ""),
@@ -203,7 +206,7 @@ fn default_profile_dataset_rates() {
 #[test]
 fn crs_waf_builds_at_each_paranoia_level_and_blocks() {
     let crs = shared().join("crs");
-    for pl in [0, 1, 4, 9] {
+    for pl in [0, 2, 9] {
         let waf = profile::crs_waf(&crs, pl, EngineMode::On).unwrap();
         assert!(waf.rule_count() > 300);
         assert_eq!(
