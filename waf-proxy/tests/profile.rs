@@ -246,3 +246,18 @@ fn crs_pl1_dataset_rates() {
     println!("per-request output: {}", out_path.display());
     assert_eq!(s.errors, 0);
 }
+
+/// Harmless text that looks like attacks (SQL words, shell commands in docs, templates,
+/// relative paths, rich-text HTML), written for this test: none of it may be blocked.
+#[test]
+fn default_profile_passes_fp_bait() {
+    let mut out = Vec::new();
+    let opts = replay::ReplayOptions {
+        files: vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fp-bait.jsonl")],
+        ..Default::default()
+    };
+    let s = replay::run(&opts, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(s.benign.total, 36);
+    assert_eq!(s.blocked, 0, "{text}");
+}
