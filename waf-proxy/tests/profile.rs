@@ -186,7 +186,9 @@ fn default_profile_dataset_rates() {
         files: vec![dataset()],
         ..Default::default()
     };
+    let start = std::time::Instant::now();
     let s = replay::run(&opts, &mut out).unwrap();
+    println!("replayed in {:?} (rule compilation included)", start.elapsed());
     print_rates("default profile", &s);
     println!("per-request output: {}", out_path.display());
     assert_eq!(s.errors, 0);
@@ -241,7 +243,9 @@ fn crs_pl1_dataset_rates() {
         files: vec![dataset()],
         ..Default::default()
     };
+    let start = std::time::Instant::now();
     let s = replay::run(&opts, &mut out).unwrap();
+    println!("replayed in {:?} (rule compilation included)", start.elapsed());
     print_rates("CRS PL1", &s);
     println!("per-request output: {}", out_path.display());
     assert_eq!(s.errors, 0);
