@@ -19,6 +19,8 @@
 //!   cut at `Content-Length`, or de-chunked when `Transfer-Encoding: chunked`; an HTTP
 //!   request that does not parse is reported as an error line, not a crash.
 //!
+//! Each file is read whole into memory; a file of recorded traffic is expected to fit.
+//!
 //! # Output
 //!
 //! One tab-separated line per request:

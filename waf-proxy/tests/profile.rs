@@ -188,7 +188,10 @@ fn default_profile_dataset_rates() {
     };
     let start = std::time::Instant::now();
     let s = replay::run(&opts, &mut out).unwrap();
-    println!("replayed in {:?} (rule compilation included)", start.elapsed());
+    println!(
+        "replayed in {:?} (rule compilation included)",
+        start.elapsed()
+    );
     print_rates("default profile", &s);
     println!("per-request output: {}", out_path.display());
     assert_eq!(s.errors, 0);
@@ -245,7 +248,10 @@ fn crs_pl1_dataset_rates() {
     };
     let start = std::time::Instant::now();
     let s = replay::run(&opts, &mut out).unwrap();
-    println!("replayed in {:?} (rule compilation included)", start.elapsed());
+    println!(
+        "replayed in {:?} (rule compilation included)",
+        start.elapsed()
+    );
     print_rates("CRS PL1", &s);
     println!("per-request output: {}", out_path.display());
     assert_eq!(s.errors, 0);
@@ -264,4 +270,19 @@ fn default_profile_passes_fp_bait() {
     let text = String::from_utf8(out).unwrap();
     assert_eq!(s.benign.total, 36);
     assert_eq!(s.blocked, 0, "{text}");
+}
+
+/// Textbook attacks of every family the profile covers, written for this test (one per
+/// line in `tests/fixtures/attacks.jsonl`): every one must be blocked.
+#[test]
+fn default_profile_blocks_textbook_attacks() {
+    let mut out = Vec::new();
+    let opts = replay::ReplayOptions {
+        files: vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/attacks.jsonl")],
+        ..Default::default()
+    };
+    let s = replay::run(&opts, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(s.attacks.total, 39);
+    assert_eq!(s.attacks.blocked, 39, "{text}");
 }
