@@ -421,6 +421,7 @@ pub fn parse_raw_http(data: &[u8]) -> Result<ReplayRequest, String> {
             .position(|&b| b == b':')
             .ok_or("header line without a colon")?;
         let (name, value) = line.split_at(colon);
+        // `value` starts with the colon found above, so it is not empty.
         headers.push((name.to_vec(), value[1..].trim_ascii().to_vec()));
     }
     let header = |name: &str| {
@@ -436,6 +437,7 @@ pub fn parse_raw_http(data: &[u8]) -> Result<ReplayRequest, String> {
             .ok()
             .and_then(|s| s.parse().ok())
             .ok_or("bad Content-Length")?;
+        // A Content-Length past the end takes what is there.
         rest[..len.min(rest.len())].to_vec()
     } else {
         rest.to_vec()
@@ -452,6 +454,7 @@ pub fn parse_raw_http(data: &[u8]) -> Result<ReplayRequest, String> {
 /// Splits off one line; the line excludes its `\n` and an `\r` before it.
 fn split_line(data: &[u8]) -> Option<(&[u8], &[u8])> {
     let nl = data.iter().position(|&b| b == b'\n')?;
+    // `nl` is the index of a byte of `data`, so both slices are in bounds.
     let line = &data[..nl];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     Some((line, &data[nl + 1..]))
@@ -472,6 +475,7 @@ fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
         if after.len() < size {
             return Err("chunk is shorter than its size".into());
         }
+        // `after` holds at least `size` bytes (checked above).
         body.extend_from_slice(&after[..size]);
         data = &after[size..];
         data = data

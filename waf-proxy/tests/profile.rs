@@ -164,18 +164,26 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
 
 #[test]
 fn default_profile_detection_only_never_blocks() {
+    let req = replay::parse_raw_http(
+        b"GET /?q=%3Cscript%3Ealert(1)%3C/script%3E HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    )
+    .unwrap();
+    let on = profile::default_waf(EngineMode::On).unwrap();
+    assert_eq!(replay::inspect(&on, &req).blocked, Some(403));
+
+    // Detection only: the same rules match and are reported, nothing is blocked.
     let waf = profile::default_waf(EngineMode::DetectionOnly).unwrap();
     assert_eq!(waf.engine_mode(), EngineMode::DetectionOnly);
-    assert_eq!(
-        check(&waf, "/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], ""),
-        None
-    );
+    let seen = replay::inspect(&waf, &req);
+    assert_eq!(seen.blocked, None);
+    assert!(seen.rule_ids.contains(&195110), "{seen:?}");
+
+    // Off: no rule runs.
     let off = profile::default_waf(EngineMode::Off).unwrap();
     assert_eq!(off.engine_mode(), EngineMode::Off);
-    assert_eq!(
-        check(&off, "/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], ""),
-        None
-    );
+    let seen = replay::inspect(&off, &req);
+    assert_eq!(seen.blocked, None);
+    assert!(seen.rule_ids.is_empty(), "{seen:?}");
 }
 
 #[test]
@@ -221,6 +229,7 @@ fn crs_waf_builds_at_each_paranoia_level_and_blocks() {
         );
     }
     let waf = profile::crs_waf(&crs, 1, EngineMode::DetectionOnly).unwrap();
+    assert_eq!(waf.engine_mode(), EngineMode::DetectionOnly);
     assert_eq!(
         check(&waf, "/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], ""),
         None
