@@ -9,6 +9,8 @@ pub(crate) mod data;
 mod effects;
 mod request;
 mod rules;
+
+pub(crate) use rules::selects;
 pub(crate) mod store;
 mod time;
 

@@ -424,7 +424,7 @@ impl TxState {
 }
 
 /// Whether a `ctl` rule selector picks `rule` (tags and msg are the starter's).
-pub(super) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
+pub(crate) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
     match selector {
         RuleSelector::Ids(ranges) => ranges.iter().any(|r| (r.start..=r.end).contains(&rule.id)),
         RuleSelector::Tag(tag) => rule.has_tag(tag),
