@@ -347,6 +347,11 @@ fn load_errors_carry_file_line_and_column() {
         ("SecRule ARGS \"@rx x\" \"phase:1\"\n", 1, "id"),
         ("SecRule ARGS \"@rx x\" \"id:1,chain\"\n", 1, "chain"),
         ("SecRule ARGS \"@rx (\" \"id:1\"\n", 1, "regex"),
+        (
+            "\nSecRule GEO:country_code \"@streq XX\" \"id:1\"\n",
+            2,
+            "GEO",
+        ),
     ];
     for (text, line, needle) in cases {
         let err = Waf::builder()

@@ -704,6 +704,20 @@ fn build_rule(
     Ok(rule)
 }
 
+/// Variables this engine never fills: a rule on them would silently never match, so they
+/// fail the load instead.
+fn unsupported_variable(variable: Variable) -> Option<&'static str> {
+    use Variable as V;
+    Some(match variable {
+        V::Geo => "needs @geoLookup, which is not supported",
+        V::FilesTmpNames | V::FilesTmpContent => "uploaded files are not stored on disk",
+        V::FullRequest => "the raw request is not kept",
+        V::AuthType | V::RemoteUser => "the engine does not see HTTP authentication results",
+        V::SessionId | V::UserId => "setsid/setuid are not supported",
+        _ => return None,
+    })
+}
+
 /// A target's variable and key selector.
 fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
     let variable = Variable::from_name(&v.name).ok_or_else(|| {
@@ -713,6 +727,13 @@ fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
             format!("unknown variable {}", v.name),
         )
     })?;
+    if let Some(why) = unsupported_variable(variable) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            Some(&v.span),
+            format!("unsupported variable {}: {why}", variable.name()),
+        ));
+    }
     let selector = match &v.selector {
         None => Selector::All,
         Some(crate::seclang::SelectorAst::Key(k)) => {
