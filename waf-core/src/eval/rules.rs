@@ -74,6 +74,10 @@ impl MatchScratch {
     }
 }
 
+/// Collections with fewer values are visited value by value: building candidate lists
+/// costs more than it saves for a handful of headers or query arguments.
+const CANDIDATE_LISTS_FROM: usize = 16;
+
 /// What the loop does after a matched rule.
 enum Flow {
     Next,
@@ -206,7 +210,9 @@ impl TxState {
                             && !op.negated
                             && !target.count
                             && matches!(target.selector, Selector::All)
-                            && data.indexed_len(variable).is_some()
+                            && data
+                                .indexed_len(variable)
+                                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
                     }) {
                         if cache.candidates(variable, r.group).is_none() {
                             cache.build_candidates(
