@@ -140,7 +140,12 @@ impl WafBuilder {
 
 /// The default sink: one `tracing` event per transaction, target `waf`.
 pub(crate) fn trace_report(report: &Report) {
-    let rules: Vec<u64> = report.matched_rules.iter().map(|r| r.id).collect();
+    let rules: Vec<u64> = report
+        .matched_rules
+        .iter()
+        .filter(|r| r.log)
+        .map(|r| r.id)
+        .collect();
     if let Some(i) = &report.intervention {
         tracing::info!(
             target: "waf",

@@ -69,7 +69,12 @@ impl fmt::Debug for Config {
 /// stopped), a would-be block in detection-only mode at `info`, matches that did not block
 /// at `debug`, and clean transactions at `trace`.
 pub(crate) fn trace_report(report: &Report) {
-    let rules: Vec<u64> = report.matched_rules.iter().map(|r| r.id).collect();
+    let rules: Vec<u64> = report
+        .matched_rules
+        .iter()
+        .filter(|r| r.log)
+        .map(|r| r.id)
+        .collect();
     if let Some(i) = &report.intervention {
         tracing::info!(
             target: "waf",

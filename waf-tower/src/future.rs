@@ -22,7 +22,7 @@ pub struct ResponseFuture<B, E> {
 enum Kind<B, E> {
     /// Phase 1 intervened: the block page, ready at once; the inner service never runs.
     Blocked {
-        response: Option<Response<WafBody<B>>>,
+        response: Option<Box<Response<WafBody<B>>>>,
     },
     /// Everything after phase 1.
     Inner { future: InnerFuture<B, E> },
@@ -32,7 +32,7 @@ impl<B, E> ResponseFuture<B, E> {
     pub(crate) fn blocked(response: Response<WafBody<B>>) -> Self {
         ResponseFuture {
             kind: Kind::Blocked {
-                response: Some(response),
+                response: Some(Box::new(response)),
             },
         }
     }
@@ -53,7 +53,7 @@ impl<B, E> Future for ResponseFuture<B, E> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.get_mut().kind {
             Kind::Blocked { response } => match response.take() {
-                Some(r) => Poll::Ready(Ok(r)),
+                Some(r) => Poll::Ready(Ok(*r)),
                 None => panic!("ResponseFuture polled after completion"),
             },
             Kind::Inner { future } => future.as_mut().poll(cx),

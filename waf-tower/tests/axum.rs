@@ -568,3 +568,79 @@ async fn concurrent_requests_give_the_same_verdicts_as_sequential_ones() {
     assert_eq!(seen.calls(), benign);
     assert_eq!(seen.reports_at_least(64).await.len(), 64);
 }
+
+/// Sends `head` then each chunk of `chunks` with chunked transfer coding over a plain TCP
+/// connection, and returns the status code.
+async fn send_chunked(url: &str, head: &str, chunks: &[&[u8]]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut req = format!(
+        "{head}\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    .into_bytes();
+    for c in chunks {
+        req.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        req.extend_from_slice(c);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    s.write_all(&req).await.unwrap();
+    let mut response = Vec::new();
+    s.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response);
+    text.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_bodies_are_inspected_across_chunks() {
+    let (url, seen) = serve(WafLayer::builder(waf()).request_body_limit(64 * 1024)).await;
+    let head = "POST /echo HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded";
+    let status = send_chunked(&url, head, &[b"name=alice&comm", b"ent=hello", b" world"]).await;
+    assert_eq!(status, 200);
+    assert_eq!(seen.last_body(), &b"name=alice&comment=hello world"[..]);
+    // The attack is split across chunks.
+    let attack = format!("comment={}", enc(SQLI));
+    let (a, b) = attack.as_bytes().split_at(15);
+    assert_eq!(send_chunked(&url, head, &[a, b]).await, 403);
+    // No Content-Length to reject early: the limit is found while reading.
+    let big = vec![b'x'; 40 * 1024];
+    assert_eq!(send_chunked(&url, head, &[b"f=", &big, &big]).await, 413);
+    assert_eq!(seen.calls(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_the_rules_do_not_inspect_stream_through() {
+    let waf = Waf::builder()
+        .seclang(
+            "no-body",
+            "SecRuleEngine On\nSecRequestBodyAccess Off\n\
+             SecRule ARGS \"@contains evil\" \"id:1,phase:2,deny,status:403\"",
+        )
+        .build()
+        .unwrap();
+    let (url, seen) = serve(WafLayer::builder(waf).request_body_limit(16)).await;
+    let body = "comment=evil&".repeat(1000);
+    let r = client()
+        .post(format!("{url}/echo"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        200,
+        "not inspected, so neither blocked nor limited"
+    );
+    assert_eq!(seen.last_body(), body.as_bytes());
+    let r = client()
+        .get(format!("{url}/echo?comment=evil"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+}
