@@ -644,3 +644,73 @@ async fn bodies_the_rules_do_not_inspect_stream_through() {
         .unwrap();
     assert_eq!(r.status(), 403);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_on_a_plain_tower_service() {
+    use std::convert::Infallible;
+
+    use http_body_util::{BodyExt, Full};
+    use tower::{ServiceBuilder, ServiceExt};
+    use waf_tower::PeerAddr;
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let svc = ServiceBuilder::new()
+        .layer(
+            WafLayer::builder(waf())
+                .trusted_proxies(TrustedProxies::parse("10.0.0.0/8").unwrap())
+                .build(),
+        )
+        .service_fn(
+            move |req: axum::http::Request<waf_tower::WafBody<Full<Bytes>>>| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    Ok::<_, Infallible>(axum::http::Response::new(Full::new(body)))
+                }
+            },
+        );
+    let request = |uri: &str, peer: &str, xff: &str| {
+        let mut req = axum::http::Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header("host", "example.com")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-forwarded-for", xff)
+            .body(Full::new(Bytes::from_static(b"a=1&b=two")))
+            .unwrap();
+        req.extensions_mut().insert(PeerAddr(peer.parse().unwrap()));
+        req
+    };
+
+    let r = svc
+        .clone()
+        .oneshot(request("/", "10.1.1.1:5000", "198.51.100.2"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.into_body().collect().await.unwrap().to_bytes(),
+        "a=1&b=two"
+    );
+    // The trusted proxy says the client is in the banned network (test rule 1001).
+    let r = svc
+        .clone()
+        .oneshot(request("/", "10.1.1.1:5000", "203.0.113.9"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 451);
+    // The same header from an untrusted peer is ignored.
+    let r = svc
+        .clone()
+        .oneshot(request("/", "192.0.2.1:5000", "203.0.113.9"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = svc
+        .oneshot(request(&format!("/?q={}", enc(SQLI)), "192.0.2.1:5000", ""))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
