@@ -406,37 +406,134 @@ async fn client_address_and_request_id_come_from_trusted_proxies_only() {
     assert_eq!(r.text().await.unwrap(), "proxy-id-3");
 }
 
+/// Request `n` of the mixed workload: benign or an attack, in the query, a form, JSON or a
+/// cookie.
+fn mixed_request(c: &reqwest::Client, url: &str, n: usize) -> reqwest::RequestBuilder {
+    let value = match n % 6 {
+        0 => SQLI.to_owned(),
+        3 => XSS.to_owned(),
+        _ => format!("hello {n}"),
+    };
+    match n % 4 {
+        0 => c.get(format!("{url}/echo?n={n}&q={}", enc(&value))),
+        1 => c
+            .post(format!("{url}/echo"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("n={n}&comment={}", enc(&value))),
+        2 => c
+            .post(format!("{url}/echo"))
+            .header("content-type", "application/json")
+            .body(serde_json::json!({ "n": n, "comment": value }).to_string()),
+        _ => c
+            .get(format!("{url}/echo?n={n}"))
+            .header("cookie", format!("c={}", enc(&value))),
+    }
+}
+
 #[actix_web::test]
 async fn concurrent_requests_give_the_same_verdicts_as_sequential_ones() {
+    const N: usize = 96;
     let (url, seen) = serve(waf_actix::Waf::builder(waf())).await;
     let c = client();
+
+    let mut sequential = Vec::new();
+    for n in 0..N {
+        let r = mixed_request(&c, &url, n).send().await.unwrap();
+        sequential.push(r.status().as_u16());
+    }
+    let blocked = sequential.iter().filter(|&&s| s == 403).count();
+    assert_eq!(
+        blocked,
+        N / 3,
+        "every attack and nothing else is blocked: {sequential:?}"
+    );
+
     let mut tasks = Vec::new();
-    for n in 0..64usize {
-        let c = c.clone();
-        let url = url.clone();
+    for n in 0..N {
+        let req = mixed_request(&c, &url, n);
         tasks.push(actix_web::rt::spawn(async move {
-            let attack = n % 3 == 0;
-            let body = if attack {
-                format!("n={n}&comment={}", enc(SQLI))
-            } else {
-                format!("n={n}&comment=hello")
-            };
-            let r = c
-                .post(format!("{url}/echo"))
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            (attack, r.status().as_u16())
+            req.send().await.unwrap().status().as_u16()
         }));
     }
-    let mut benign = 0;
+    let mut concurrent = Vec::new();
     for t in tasks {
-        let (attack, status) = t.await.unwrap();
-        assert_eq!(status, if attack { 403 } else { 200 });
-        benign += usize::from(!attack);
+        concurrent.push(t.await.unwrap());
     }
-    assert_eq!(seen.calls(), benign);
-    assert_eq!(seen.reports_at_least(64).await.len(), 64);
+    assert_eq!(concurrent, sequential);
+    assert_eq!(seen.calls(), 2 * (N - blocked));
+    assert_eq!(seen.reports_at_least(2 * N).await.len(), 2 * N);
+}
+
+/// Sends `head` then each chunk of `chunks` with chunked transfer coding over a plain TCP
+/// connection, and returns the status code.
+async fn send_chunked(url: &str, head: &str, chunks: &[&[u8]]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut req = format!(
+        "{head}\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    .into_bytes();
+    for c in chunks {
+        req.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        req.extend_from_slice(c);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    s.write_all(&req).await.unwrap();
+    let mut response = Vec::new();
+    s.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response);
+    text.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line")
+}
+
+#[actix_web::test]
+async fn chunked_bodies_are_inspected_across_chunks() {
+    let (url, seen) = serve(waf_actix::Waf::builder(waf()).request_body_limit(64 * 1024)).await;
+    let head = "POST /echo HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded";
+    let status = send_chunked(&url, head, &[b"name=alice&comm", b"ent=hello", b" world"]).await;
+    assert_eq!(status, 200);
+    assert_eq!(seen.last_body(), &b"name=alice&comment=hello world"[..]);
+    let attack = format!("comment={}", enc(SQLI));
+    let (a, b) = attack.as_bytes().split_at(15);
+    assert_eq!(send_chunked(&url, head, &[a, b]).await, 403);
+    let big = vec![b'x'; 40 * 1024];
+    assert_eq!(send_chunked(&url, head, &[b"f=", &big, &big]).await, 413);
+    assert_eq!(seen.calls(), 1);
+}
+
+#[actix_web::test]
+async fn bodies_the_rules_do_not_inspect_stream_through() {
+    let waf = Waf::builder()
+        .seclang(
+            "no-body",
+            "SecRuleEngine On\nSecRequestBodyAccess Off\n\
+             SecRule ARGS \"@contains evil\" \"id:1,phase:2,deny,status:403\"",
+        )
+        .build()
+        .unwrap();
+    let (url, seen) = serve(waf_actix::Waf::builder(waf).request_body_limit(16)).await;
+    let body = "comment=evil&".repeat(1000);
+    let r = client()
+        .post(format!("{url}/echo"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        200,
+        "not inspected, so neither blocked nor limited"
+    );
+    assert_eq!(seen.last_body(), body.as_bytes());
+    let r = client()
+        .get(format!("{url}/echo?comment=evil"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
 }
