@@ -113,16 +113,13 @@ where
     // they read.
     let mut forwarding = http::HeaderMap::new();
     for name in [
-        "forwarded",
-        "x-forwarded-for",
-        config.request_id_header.as_str(),
+        http::header::FORWARDED,
+        http::HeaderName::from_static("x-forwarded-for"),
+        config.request_id_header.clone(),
     ] {
-        for v in req.headers().get_all(name) {
+        for v in req.headers().get_all(name.as_str()) {
             if let Ok(v) = http::HeaderValue::from_bytes(v.as_bytes()) {
-                forwarding.append(
-                    http::HeaderName::from_bytes(name.as_bytes()).expect("valid"),
-                    v,
-                );
+                forwarding.append(name.clone(), v);
             }
         }
     }

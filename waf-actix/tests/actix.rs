@@ -14,6 +14,7 @@ use waf_core::{Report, Waf};
 const TEST_RULES: &str = r#"
 SecRule REMOTE_ADDR "@ipMatch 203.0.113.0/24" "id:1001,phase:1,deny,status:451,log,msg:'banned network'"
 SecRule ARGS_GET:goto "@streq away" "id:1002,phase:1,redirect:https://example.com/away,log,msg:'redirect'"
+SecRule RESPONSE_HEADERS:X-Internal "@streq leak" "id:1003,phase:3,deny,status:502,log,msg:'internal header'"
 "#;
 
 fn crs_conf() -> PathBuf {
@@ -97,6 +98,13 @@ async fn big_html(seen: web::Data<Seen>) -> HttpResponse {
     HttpResponse::Ok().content_type("text/html").body(page)
 }
 
+async fn internal_header(seen: web::Data<Seen>) -> HttpResponse {
+    seen.calls.fetch_add(1, Ordering::SeqCst);
+    HttpResponse::Ok()
+        .insert_header(("x-internal", "leak"))
+        .body("secret")
+}
+
 async fn whoami(req: HttpRequest) -> HttpResponse {
     use actix_web::HttpMessage;
     let id = req
@@ -124,6 +132,7 @@ async fn serve(builder: WafBuilder) -> (String, Seen) {
             .route("/leak", web::get().to(leak))
             .route("/big-html", web::get().to(big_html))
             .route("/whoami", web::get().to(whoami))
+            .route("/internal-header", web::get().to(internal_header))
     })
     .workers(2)
     .disable_signals()
@@ -536,4 +545,25 @@ async fn bodies_the_rules_do_not_inspect_stream_through() {
         .await
         .unwrap();
     assert_eq!(r.status(), 403);
+}
+
+#[actix_web::test]
+async fn response_header_rules_replace_the_response_and_the_id_header_is_configurable() {
+    let builder = waf_actix::Waf::builder(waf())
+        .request_id_header(http::HeaderName::from_static("x-correlation-id"));
+    let (url, seen) = serve(builder).await;
+    let r = client()
+        .get(format!("{url}/internal-header"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 502);
+    assert!(r.headers().get("x-internal").is_none());
+    assert!(r.headers().get("x-request-id").is_none());
+    let id = r.headers()["x-correlation-id"].to_str().unwrap().to_owned();
+    assert!(r.text().await.unwrap().contains(&id));
+    assert_eq!(seen.calls(), 1);
+    let report = seen.reports_at_least(1).await.pop().unwrap();
+    assert_eq!(report.unique_id, id);
+    assert_eq!(report.intervention.unwrap().rule_id, 1003);
 }

@@ -1,6 +1,17 @@
 //! What `WafLayer` costs on top of the engine: the same CRS PL1 requests driven through the
 //! engine alone, through a bare tower service, and through the service behind `WafLayer`.
 //! `cargo bench -p waf-tower`. Reports go to a no-op sink so logging is not measured.
+//!
+//! Measured on the shared 2-core development machine (other builds running, so only the
+//! ratios mean much), `--warm-up-time 1 --measurement-time 3`:
+//!
+//! | request   | bare service | engine alone | behind `WafLayer` |
+//! |-----------|-------------:|-------------:|------------------:|
+//! | GET       |       2.6 µs |       719 µs |            806 µs |
+//! | JSON POST |       3.3 µs |      1.45 ms |           1.42 ms |
+//!
+//! The layer's own work (header copies, one boxed future, body buffering, the block-page
+//! path not taken) is lost in the engine's cost and the machine's noise.
 
 use std::convert::Infallible;
 use std::hint::black_box;

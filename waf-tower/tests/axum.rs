@@ -21,6 +21,7 @@ use waf_tower::{OverLimit, WafLayer, WafLayerBuilder};
 const TEST_RULES: &str = r#"
 SecRule REMOTE_ADDR "@ipMatch 203.0.113.0/24" "id:1001,phase:1,deny,status:451,log,msg:'banned network'"
 SecRule ARGS_GET:goto "@streq away" "id:1002,phase:1,redirect:https://example.com/away,log,msg:'redirect'"
+SecRule RESPONSE_HEADERS:X-Internal "@streq leak" "id:1003,phase:3,deny,status:502,log,msg:'internal header'"
 "#;
 
 fn crs_conf() -> PathBuf {
@@ -105,6 +106,11 @@ async fn big_html(State(seen): State<Seen>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/html")], page)
 }
 
+async fn internal_header(State(seen): State<Seen>) -> impl IntoResponse {
+    seen.calls.fetch_add(1, Ordering::SeqCst);
+    ([("x-internal", "leak")], "secret")
+}
+
 async fn whoami(headers: HeaderMap) -> impl IntoResponse {
     format!("{:?}", headers.get("x-request-id"))
 }
@@ -121,6 +127,7 @@ async fn serve(layer: WafLayerBuilder) -> (String, Seen) {
         .route("/leak", get(leak))
         .route("/big-html", get(big_html))
         .route("/whoami", get(whoami))
+        .route("/internal-header", get(internal_header))
         .with_state(seen.clone())
         .layer(layer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -732,4 +739,25 @@ async fn works_on_a_plain_tower_service() {
         .unwrap();
     assert_eq!(r.status(), 403);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_header_rules_replace_the_response_and_the_id_header_is_configurable() {
+    let layer = WafLayer::builder(waf())
+        .request_id_header(axum::http::HeaderName::from_static("x-correlation-id"));
+    let (url, seen) = serve(layer).await;
+    let r = client()
+        .get(format!("{url}/internal-header"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 502);
+    assert!(r.headers().get("x-internal").is_none());
+    assert!(r.headers().get("x-request-id").is_none());
+    let id = r.headers()["x-correlation-id"].to_str().unwrap().to_owned();
+    assert!(r.text().await.unwrap().contains(&id));
+    assert_eq!(seen.calls(), 1);
+    let report = seen.reports_at_least(1).await.pop().unwrap();
+    assert_eq!(report.unique_id, id);
+    assert_eq!(report.intervention.unwrap().rule_id, 1003);
 }
