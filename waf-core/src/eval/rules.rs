@@ -11,23 +11,67 @@
 //!   would-be intervention is recorded and evaluation goes on.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use crate::actions::ctl::RuleSelector;
 use crate::actions::{AllowScope, Disruptive};
 use crate::compile::{Rule, Step};
-use crate::eval::data::{Num, Pair, VarName};
+use crate::eval::data::{Num, VarName};
 use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
 use crate::report::MatchedRule;
+use crate::variables::Selector;
 use crate::verdict::{DisruptiveAction, Intervention, Verdict};
 use crate::waf::EngineMode;
 
-/// One matching value, kept until the rule's targets are all evaluated.
-struct Match {
-    name: Vec<u8>,
-    value: Vec<u8>,
-    captures: Option<Vec<Vec<u8>>>,
+/// The matches of the rule being evaluated, kept until its targets are all evaluated.
+/// Names, values and captures live in one byte buffer that keeps its capacity across
+/// rules, so matching allocates nothing in the steady state.
+#[derive(Debug, Default)]
+pub(super) struct MatchScratch {
+    buf: Vec<u8>,
+    matches: Vec<MatchRec>,
+    captures: Vec<Range<usize>>,
+    caps: Captures,
+}
+
+/// One matching value: ranges into [`MatchScratch::buf`].
+#[derive(Clone, Debug)]
+struct MatchRec {
+    name: Range<usize>,
+    value: Range<usize>,
+    /// Range into [`MatchScratch::captures`] (empty without `capture`).
+    captures: Range<usize>,
+}
+
+impl MatchScratch {
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.matches.clear();
+        self.captures.clear();
+    }
+
+    fn push(&mut self, name: &VarName<'_>, value: &[u8], captured: bool) {
+        let start = self.buf.len();
+        name.render(&mut self.buf);
+        let name = start..self.buf.len();
+        self.buf.extend_from_slice(value);
+        let value = name.end..self.buf.len();
+        let first = self.captures.len();
+        if captured {
+            for g in &self.caps.groups {
+                let s = self.buf.len();
+                self.buf.extend_from_slice(g);
+                self.captures.push(s..self.buf.len());
+            }
+        }
+        self.matches.push(MatchRec {
+            name,
+            value,
+            captures: first..self.captures.len(),
+        });
+    }
 }
 
 /// What the loop does after a matched rule.
@@ -67,6 +111,7 @@ impl TxState {
                 continue;
             }
             self.data.matched_vars.clear();
+            self.data.matched_buf.clear();
             self.data.rule_id = rule.id;
             if !self.eval_rule(rule, rule) {
                 continue;
@@ -101,56 +146,101 @@ impl TxState {
     /// Evaluates `rule` (the starter or a chained rule of `head`); true when it and its
     /// chain matched.
     fn eval_rule(&mut self, rule: &Rule, head: &Rule) -> bool {
-        let mut matches: Vec<Match> = Vec::new();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
         match &rule.operator {
-            None => matches.push(Match {
-                name: Vec::new(),
-                value: Vec::new(),
-                captures: None,
+            None => scratch.matches.push(MatchRec {
+                name: 0..0,
+                value: 0..0,
+                captures: 0..0,
             }),
             Some(op) => {
                 let data = &self.data;
                 let cache = &mut self.cache;
-                let removed: Vec<_> = self
-                    .removed_targets
-                    .iter()
-                    .filter(|(s, _)| selects(s, head))
-                    .map(|(_, t)| t)
-                    .collect();
+                let prefilter = rule.prefilter.and_then(|r| {
+                    self.program
+                        .prefilters
+                        .get(r.group as usize)
+                        .map(|p| (r, p))
+                });
+                let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
                     let excluded = |key: &[u8]| {
                         rule.exclusions
                             .iter()
                             .any(|(v, s)| *v == variable && s.matches(key))
-                            || removed
-                                .iter()
-                                .any(|t| t.variable == variable && t.selector.matches(key))
+                            || removed_targets.iter().any(|(s, t)| {
+                                t.variable == variable
+                                    && t.selector.matches(key)
+                                    && selects(s, head)
+                            })
                     };
-                    let mut check = |value: &[u8], name: &VarName<'_>| {
-                        let mut caps = Captures::default();
-                        let hit = op.operator.evaluate(
-                            value,
-                            data,
-                            if rule.capture && !op.negated {
-                                Some(&mut caps)
-                            } else {
-                                None
-                            },
-                        );
-                        if hit != op.negated {
-                            let mut rendered = Vec::new();
-                            name.render(&mut rendered);
-                            matches.push(Match {
-                                name: rendered,
-                                value: value.to_vec(),
-                                captures: (rule.capture && !op.negated).then_some(caps.groups),
+                    // Runs the operator on one value (unless its result is `known`) and
+                    // records a match; true when it matched.
+                    let capturing = rule.capture && !op.negated;
+                    let mut check_known =
+                        |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
+                            let hit = known.unwrap_or_else(|| {
+                                op.operator.evaluate(
+                                    value,
+                                    data,
+                                    if capturing {
+                                        Some(&mut scratch.caps)
+                                    } else {
+                                        None
+                                    },
+                                )
                             });
-                            true
-                        } else {
-                            false
+                            if hit != op.negated {
+                                scratch.push(name, value, capturing);
+                                true
+                            } else {
+                                false
+                            }
+                        };
+                    // Big collections under a prefiltered, non-negated operator: visit only
+                    // the values whose literals let this rule match (see `Candidates`).
+                    if let Some((r, p)) = prefilter.filter(|_| {
+                        !rule.multi_match
+                            && !op.negated
+                            && !target.count
+                            && matches!(target.selector, Selector::All)
+                            && data.indexed_len(variable).is_some()
+                    }) {
+                        if cache.candidates(variable, r.group).is_none() {
+                            cache.build_candidates(
+                                data,
+                                variable,
+                                r.group,
+                                &rule.transformations,
+                                &rule.prefix_ids,
+                                p,
+                            );
                         }
-                    };
+                        let range = cache
+                            .candidates(variable, r.group)
+                            .map_or(0..0, |c| c.range(r.bit));
+                        for i in range {
+                            let pos = cache
+                                .candidates(variable, r.group)
+                                .map_or(0, |c| c.position(i));
+                            let (Some(key), name, raw) = data.indexed(variable, pos) else {
+                                continue;
+                            };
+                            if name.key.is_some_and(&excluded) {
+                                continue;
+                            }
+                            let slot = cache.transform_slot(
+                                key,
+                                raw,
+                                &rule.transformations,
+                                &rule.prefix_ids,
+                            );
+                            check_known(cache.slice(slot, raw), &name, None);
+                        }
+                        continue;
+                    }
                     if target.count {
                         let n = data.count(variable, &target.selector, &excluded);
                         let name = VarName {
@@ -159,7 +249,7 @@ impl TxState {
                         };
                         let num = Num::new(n as i128);
                         let value = super::cache::apply_all(num.as_bytes(), &rule.transformations);
-                        check(&value, &name);
+                        check_known(&value, &name, None);
                         continue;
                     }
                     data.visit(
@@ -170,7 +260,7 @@ impl TxState {
                             if rule.multi_match {
                                 // Run the operator on the value before and after each step that
                                 // changed it.
-                                if check(raw, &name) {
+                                if check_known(raw, &name, None) {
                                     return;
                                 }
                                 let mut value: Cow<'_, [u8]> = Cow::Borrowed(raw);
@@ -181,45 +271,82 @@ impl TxState {
                                     };
                                     if let Some(v) = next {
                                         value = Cow::Owned(v);
-                                        if check(&value, &name) {
+                                        if check_known(&value, &name, None) {
                                             return;
                                         }
                                     }
                                 }
-                            } else {
-                                let value = cache.transform(
+                            } else if let Some(key) = key {
+                                let slot = cache.transform_slot(
                                     key,
                                     raw,
                                     &rule.transformations,
                                     &rule.prefix_ids,
                                 );
-                                check(&value, &name);
+                                let known = match prefilter {
+                                    Some((r, p))
+                                        if !cache.prefilter_passes(
+                                            key, slot, raw, r.group, r.bit, p,
+                                        ) =>
+                                    {
+                                        // None of the rule's literals occurs, so its regex
+                                        // cannot match.
+                                        Some(false)
+                                    }
+                                    _ => None,
+                                };
+                                check_known(cache.slice(slot, raw), &name, known);
+                            } else {
+                                let value = super::cache::apply_all(raw, &rule.transformations);
+                                check_known(&value, &name, None);
                             }
                         },
                     );
                 }
             }
         }
-        if matches.is_empty() {
+        if scratch.matches.is_empty() {
+            self.scratch = scratch;
             return false;
         }
-        for m in matches {
+        for i in 0..scratch.matches.len() {
+            let m = scratch.matches[i].clone();
             if rule.operator.is_some() {
-                self.data
-                    .matched_vars
-                    .push(Pair::new(m.name.clone(), m.value.clone()));
-                self.data.matched_var_name = m.name;
-                self.data.matched_var = m.value;
+                let (name, value) = (&scratch.buf[m.name.clone()], &scratch.buf[m.value.clone()]);
+                let data = &mut self.data;
+                let start = data.matched_buf.len();
+                data.matched_buf.extend_from_slice(name);
+                data.matched_buf.extend_from_slice(value);
+                let mid = start + name.len();
+                data.matched_vars
+                    .push((start..mid, mid..data.matched_buf.len()));
+                data.matched_var_name.clear();
+                data.matched_var_name.extend_from_slice(name);
+                data.matched_var.clear();
+                data.matched_var.extend_from_slice(value);
             }
-            if let Some(groups) = m.captures {
-                for (i, g) in groups.into_iter().enumerate().take(10) {
-                    self.data.tx.insert(i.to_string().into_bytes(), g);
+            for (n, r) in scratch.captures[m.captures.clone()]
+                .iter()
+                .enumerate()
+                .take(10)
+            {
+                let group = &scratch.buf[r.clone()];
+                let key = [b'0' + n as u8];
+                match self.data.tx.get_mut(&key[..]) {
+                    Some(slot) => {
+                        slot.clear();
+                        slot.extend_from_slice(group);
+                    }
+                    None => {
+                        self.data.tx.insert(key.to_vec(), group.to_vec());
+                    }
                 }
             }
             for effect in &rule.effects {
                 self.apply_effect(effect);
             }
         }
+        self.scratch = scratch;
         match &rule.chain {
             Some(child) => self.eval_rule(child, head),
             None => true,
@@ -228,6 +355,14 @@ impl TxState {
 
     /// Reports a matched chain and carries out its disruptive action.
     fn on_chain_matched(&mut self, rule: &Rule, phase: u8) -> Flow {
+        if let Some(sev) = rule.meta.severity {
+            self.data.highest_severity = self.data.highest_severity.min(sev.number());
+        }
+        // `nolog` rules that only pass (CRS's many initialisation and scoring rules) are
+        // not reported: building their record would cost more than running them.
+        if !rule.log && matches!(rule.disruptive, Disruptive::Pass | Disruptive::Block) {
+            return Flow::Next;
+        }
         let message = rule
             .meta
             .msg
@@ -238,9 +373,6 @@ impl TxState {
             .logdata
             .as_ref()
             .map(|m| String::from_utf8_lossy(&m.expand(&self.data)).into_owned());
-        if let Some(sev) = rule.meta.severity {
-            self.data.highest_severity = self.data.highest_severity.min(sev.number());
-        }
         let disruptive = !matches!(rule.disruptive, Disruptive::Pass);
         let matched_data_end = self.data.matched_var.len().min(DEFAULT_MATCHED_DATA_LEN);
         self.matched.push(MatchedRule {
@@ -292,7 +424,7 @@ impl TxState {
 }
 
 /// Whether a `ctl` rule selector picks `rule` (tags and msg are the starter's).
-pub(super) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
+pub(crate) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
     match selector {
         RuleSelector::Ids(ranges) => ranges.iter().any(|r| (r.start..=r.end).contains(&rule.id)),
         RuleSelector::Tag(tag) => rule.has_tag(tag),
