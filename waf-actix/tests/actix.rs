@@ -14,6 +14,7 @@ use waf_core::{Report, Waf};
 const TEST_RULES: &str = r#"
 SecRule REMOTE_ADDR "@ipMatch 203.0.113.0/24" "id:1001,phase:1,deny,status:451,log,msg:'banned network'"
 SecRule ARGS_GET:goto "@streq away" "id:1002,phase:1,redirect:https://example.com/away,log,msg:'redirect'"
+SecRule ARGS_GET:bye "@streq now" "id:1004,phase:1,drop,log,msg:'drop'"
 SecRule RESPONSE_HEADERS:X-Internal "@streq leak" "id:1003,phase:3,deny,status:502,log,msg:'internal header'"
 "#;
 
@@ -566,4 +567,17 @@ async fn response_header_rules_replace_the_response_and_the_id_header_is_configu
     let report = seen.reports_at_least(1).await.pop().unwrap();
     assert_eq!(report.unique_id, id);
     assert_eq!(report.intervention.unwrap().rule_id, 1003);
+}
+
+#[actix_web::test]
+async fn drop_answers_with_the_block_page_and_closes_the_connection() {
+    let (url, seen) = serve(waf_actix::Waf::builder(waf())).await;
+    let r = client()
+        .get(format!("{url}/echo?bye=now"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(r.headers()["connection"], "close");
+    assert_eq!(seen.calls(), 0);
 }
