@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod host;
 pub mod limits;
 
 mod actions;
