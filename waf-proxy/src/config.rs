@@ -50,8 +50,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ipnet::IpNet;
 use serde::Deserialize;
+use waf_core::host::TrustedProxies;
 
 /// Default plain HTTP listener.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -445,7 +445,7 @@ pub struct Config {
     /// Header read timeout.
     pub header_read_timeout: Duration,
     /// Trusted proxies.
-    pub trusted_proxies: Vec<IpNet>,
+    pub trusted_proxies: TrustedProxies,
     /// File poll interval; `None` = SIGHUP only.
     pub reload_poll: Option<Duration>,
     /// Admin listener.
@@ -714,19 +714,13 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         if s.header_read_timeout_ms == 0 {
             errs.push("server.header_read_timeout_ms", "must be > 0");
         }
-        let mut trusted_proxies = Vec::new();
         for (i, p) in s.trusted_proxies.iter().enumerate() {
-            match p
-                .parse::<IpNet>()
-                .or_else(|_| p.parse::<std::net::IpAddr>().map(IpNet::from))
-            {
-                Ok(n) => trusted_proxies.push(n),
-                Err(_) => errs.push(
-                    format!("server.trusted_proxies[{i}]"),
-                    format!("{p:?} is not an address or CIDR network"),
-                ),
+            if let Err(e) = TrustedProxies::from_entries([p]) {
+                errs.push(format!("server.trusted_proxies[{i}]"), e.to_string());
             }
         }
+        let trusted_proxies = TrustedProxies::from_entries(&s.trusted_proxies)
+            .unwrap_or_else(|_| TrustedProxies::none());
         let workers = if s.workers == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {

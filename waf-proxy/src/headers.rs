@@ -1,11 +1,10 @@
-//! Header work on the proxy path: hop-by-hop stripping (RFC 9110 §7.6.1), the client
-//! address behind trusted proxies, forwarding headers for the upstream, and the
-//! `Set-Cookie` hardening rule.
+//! Header work on the proxy path: hop-by-hop stripping (RFC 9110 §7.6.1), forwarding
+//! headers for the upstream, and the `Set-Cookie` hardening rule. The client address behind
+//! trusted proxies is `waf_core::host::client_addr`, shared with the other adapters.
 
 use std::net::IpAddr;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use ipnet::IpNet;
 
 use crate::config::HostConfig;
 
@@ -39,59 +38,6 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
         h.remove(n);
     }
     h.remove(header::TRANSFER_ENCODING);
-}
-
-/// Whether `ip` is one of the trusted proxies.
-pub fn is_trusted(ip: IpAddr, trusted: &[IpNet]) -> bool {
-    trusted.iter().any(|n| n.contains(&ip))
-}
-
-/// The client address: the peer, unless the peer is a trusted proxy, in which case the
-/// right-most address in `X-Forwarded-For` (then `Forwarded: for=`) that is not itself a
-/// trusted proxy. Unparsable entries stop the walk and the peer is used.
-pub fn client_ip(peer: IpAddr, h: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
-    if !is_trusted(peer, trusted) {
-        return peer;
-    }
-    let mut chain: Vec<&str> = h
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect();
-    if chain.is_empty() {
-        chain = h
-            .get_all(header::FORWARDED)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split([',', ';']))
-            .filter_map(|p| {
-                let (k, v) = p.trim().split_once('=')?;
-                k.eq_ignore_ascii_case("for").then_some(v)
-            })
-            .collect();
-    }
-    for entry in chain.iter().rev() {
-        match parse_node(entry) {
-            Some(ip) if is_trusted(ip, trusted) => continue,
-            Some(ip) => return ip,
-            None => return peer,
-        }
-    }
-    peer
-}
-
-/// Parses `1.2.3.4`, `1.2.3.4:80`, `"[2001:db8::1]:80"`, `2001:db8::1`.
-fn parse_node(s: &str) -> Option<IpAddr> {
-    let s = s.trim().trim_matches('"');
-    if let Ok(ip) = s.parse() {
-        return Some(ip);
-    }
-    if let Some(rest) = s.strip_prefix('[') {
-        return rest.split(']').next()?.parse().ok();
-    }
-    s.rsplit_once(':')?.0.parse().ok()
 }
 
 /// Sets the forwarding headers on the upstream request. From an untrusted peer, incoming
@@ -214,26 +160,6 @@ mod tests {
             );
         }
         h
-    }
-
-    #[test]
-    fn client_ip_only_from_trusted_peers() {
-        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
-        let h = map(&[("x-forwarded-for", "203.0.113.9, 10.1.1.1")]);
-        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
-        let stranger: IpAddr = "198.51.100.7".parse().unwrap();
-        assert_eq!(
-            client_ip(proxy, &h, &trusted),
-            "203.0.113.9".parse::<IpAddr>().unwrap()
-        );
-        assert_eq!(client_ip(stranger, &h, &trusted), stranger);
-        let fwd = map(&[("forwarded", "for=\"[2001:db8::1]:4711\";proto=https")]);
-        assert_eq!(
-            client_ip(proxy, &fwd, &trusted),
-            "2001:db8::1".parse::<IpAddr>().unwrap()
-        );
-        let junk = map(&[("x-forwarded-for", "nonsense")]);
-        assert_eq!(client_ip(proxy, &junk, &trusted), proxy);
     }
 
     #[test]

@@ -82,11 +82,13 @@ async fn forwarding_headers_and_client_ip() {
     let rules = rules_file(&dir);
     let proxy = Proxy::start(&dir, &config(&[up.addr.to_string()], &rules, "", ""));
     let c = client();
-    // An untrusted peer's X-Forwarded-For is replaced, hop-by-hop headers are dropped.
+    // An untrusted peer's X-Forwarded-For and X-Request-Id are replaced, hop-by-hop
+    // headers are dropped.
     let r = send(
         &c,
         Request::get(proxy.url("/echo"))
             .header("x-forwarded-for", "6.6.6.6")
+            .header("x-request-id", "client-chosen")
             .header("connection", "x-secret")
             .header("x-secret", "1")
             .body(Full::new(Bytes::new()))
@@ -108,6 +110,7 @@ async fn forwarding_headers_and_client_ip() {
     assert!(r.body.contains("x-request-id: "), "{}", r.body);
     assert!(!r.body.contains("x-secret"), "{}", r.body);
     assert!(!r.body.contains("6.6.6.6"), "{}", r.body);
+    assert!(!r.body.contains("client-chosen"), "{}", r.body);
 
     // From a trusted proxy, the chain is kept and extended.
     let dir = temp_dir("fwd-trusted");
