@@ -301,14 +301,24 @@ impl Default for RawWaf {
     }
 }
 
-/// One exclusion: `{ rule_ids = [942100], path_prefix = "/api/" }`.
+/// One exclusion: `{ rule_ids = [942100, "942000-942999"], path_prefix = "/api/" }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExclusion {
-    /// Rule ids to switch off.
-    pub rule_ids: Vec<u64>,
+    /// Rule ids (numbers) or ranges (`"FROM-TO"` strings) to switch off.
+    pub rule_ids: Vec<RawRuleId>,
     /// Only for request paths starting with this (default: everywhere).
     pub path_prefix: Option<String>,
+}
+
+/// A rule id or a range of ids as written.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawRuleId {
+    /// One id.
+    Id(u64),
+    /// `"FROM-TO"`, inclusive.
+    Range(String),
 }
 
 /// `limits = { .. }`.
@@ -537,8 +547,17 @@ pub struct WafConfig {
     pub mode: WafMode,
     /// Rules.
     pub rules: WafRules,
-    /// Exclusions: (rule ids, optional path prefix).
-    pub exclusions: Vec<(Vec<u64>, Option<String>)>,
+    /// Exclusions.
+    pub exclusions: Vec<Exclusion>,
+}
+
+/// A validated exclusion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exclusion {
+    /// Inclusive rule id ranges (`(id, id)` for one rule).
+    pub rule_ids: Vec<(u64, u64)>,
+    /// Only under this request path prefix; `None` = everywhere.
+    pub path_prefix: Option<String>,
 }
 
 /// A validated `SameSite` value.
@@ -875,7 +894,28 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                         );
                     }
                 }
-                exclusions.push((e.rule_ids, e.path_prefix));
+                let mut ids = Vec::new();
+                for (k, r) in e.rule_ids.iter().enumerate() {
+                    let range = match r {
+                        RawRuleId::Id(id) => Some((*id, *id)),
+                        RawRuleId::Range(s) => s.split_once('-').and_then(|(a, b)| {
+                            let (a, b) =
+                                (a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?);
+                            (a <= b).then_some((a, b))
+                        }),
+                    };
+                    match range {
+                        Some(r) if r.0 > 0 => ids.push(r),
+                        _ => errs.push(
+                            format!("{key}.waf.exclusions[{j}].rule_ids[{k}]"),
+                            "expected a rule id > 0 or a range \"FROM-TO\"",
+                        ),
+                    }
+                }
+                exclusions.push(Exclusion {
+                    rule_ids: ids,
+                    path_prefix: e.path_prefix,
+                });
             }
             let hd = h.headers;
             header_value_ok(&mut errs, &format!("{key}.headers.hsts"), &hd.hsts);

@@ -75,6 +75,8 @@ struct Finish {
     response_ended: bool,
     /// The request's `Accept`, for the block page's format.
     accept: Option<Vec<u8>>,
+    /// `logging` has run (or this is a husk left by `take`).
+    done: bool,
 }
 
 /// The access log line.
@@ -490,6 +492,7 @@ impl Finish {
             inspect_response: false,
             response_ended: false,
             accept: None,
+            done: false,
         }
     }
 
@@ -555,6 +558,7 @@ impl Finish {
 
     fn take(&mut self) -> Finish {
         let started = self.rec.started;
+        self.done = true;
         Finish {
             shared: self.shared.clone(),
             state: self.state.clone(),
@@ -564,11 +568,14 @@ impl Finish {
             inspect_response: false,
             response_ended: self.response_ended,
             accept: self.accept.take(),
+            done: false,
         }
     }
 
-    /// `logging`: always runs once per request.
-    fn complete(mut self) {
+    /// `logging`: runs once per request, from `Drop`, so also when the client goes away
+    /// before the response (status 499, as nginx logs it).
+    fn complete(&mut self) {
+        self.done = true;
         let mut report: Option<Report> = None;
         if let Some(mut tx) = self.tx.take() {
             if !self.response_ended {
@@ -581,6 +588,12 @@ impl Finish {
             self.rec.waf_time += t.elapsed();
         }
         let rec = &mut self.rec;
+        if rec.status == 0 {
+            rec.status = 499;
+            if rec.action == "pass" {
+                rec.action = "client_abort";
+            }
+        }
         let elapsed = rec.started.elapsed();
         rec.duration_ms = elapsed.as_secs_f64() * 1e3;
         rec.upstream_ms = rec.upstream_time.map(|d| d.as_secs_f64() * 1e3);
@@ -681,15 +694,11 @@ impl Body for ResBody {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                if let Some(fin) = this.fin.take() {
-                    fin.complete();
-                }
+                this.fin = None; // logging, from Finish's Drop
                 Poll::Ready(Some(Err(e)))
             }
             Poll::Ready(None) => {
-                if let Some(fin) = this.fin.take() {
-                    fin.complete();
-                }
+                this.fin = None;
                 Poll::Ready(None)
             }
         }
@@ -704,10 +713,10 @@ impl Body for ResBody {
     }
 }
 
-impl Drop for ResBody {
+impl Drop for Finish {
     fn drop(&mut self) {
-        if let Some(fin) = self.fin.take() {
-            fin.complete();
+        if !self.done {
+            self.complete();
         }
     }
 }

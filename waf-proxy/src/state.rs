@@ -248,13 +248,16 @@ pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
             } else {
                 dir.join("crs-setup.conf.example")
             };
-            b = b.seclang_file(setup).seclang(
-                "paranoia",
-                format!(
-                    "SecAction \"id:900000,phase:1,pass,nolog,\
+            b = b
+                .seclang("crs-engine", CRS_ENGINE_SETTINGS)
+                .seclang_file(setup)
+                .seclang(
+                    "paranoia",
+                    format!(
+                        "SecAction \"id:900000,phase:1,pass,nolog,\
                      setvar:tx.blocking_paranoia_level={paranoia}\"\n"
-                ),
-            );
+                    ),
+                );
             b = b
                 .seclang("exclusions", before)
                 .seclang_glob(dir.join("rules/*.conf").to_string_lossy().into_owned());
@@ -280,6 +283,19 @@ pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
         .build()
 }
 
+/// The engine settings CRS expects from its host (ModSecurity's recommended
+/// `modsecurity.conf`): body access and the body processors by content type. Used when a
+/// CRS host has exclusions, so the proxy assembles CRS itself rather than calling
+/// [`profile::crs_waf`].
+const CRS_ENGINE_SETTINGS: &str = r#"SecRequestBodyAccess On
+SecRequestBodyLimitAction Reject
+SecRule REQUEST_HEADERS:Content-Type "^(?:application(?:/soap\+|/)|text/)xml" "id:200000,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=XML"
+SecRule REQUEST_HEADERS:Content-Type "^application/json" "id:200001,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQUEST_HEADERS:Content-Type "^application/[a-z0-9.-]+[+]json" "id:200006,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQBODY_ERROR "!@eq 0" "id:200002,phase:2,t:none,log,deny,status:400,msg:'Failed to parse request body.',severity:2"
+SecRule MULTIPART_STRICT_ERROR "!@eq 0" "id:200003,phase:2,t:none,log,deny,status:400,msg:'Multipart request body failed strict validation.'"
+"#;
+
 /// SecLang for the exclusions: path-scoped ones as phase-1 `ctl:ruleRemoveById` rules that
 /// must come before the rules, global ones as `SecRuleRemoveById` after them.
 fn exclusion_rules(w: &WafConfig) -> (String, String) {
@@ -287,12 +303,19 @@ fn exclusion_rules(w: &WafConfig) -> (String, String) {
     let mut after = String::new();
     // Ids in the range ModSecurity leaves to local use, counted down from 9_999_999.
     let mut id = 9_999_999u64;
-    for (ids, prefix) in &w.exclusions {
-        match prefix {
+    for e in &w.exclusions {
+        let ids = &e.rule_ids;
+        match &e.path_prefix {
             Some(p) => {
                 let ctl: Vec<String> = ids
                     .iter()
-                    .map(|i| format!("ctl:ruleRemoveById={i}"))
+                    .map(|(a, b)| {
+                        if a == b {
+                            format!("ctl:ruleRemoveById={a}")
+                        } else {
+                            format!("ctl:ruleRemoveById={a}-{b}")
+                        }
+                    })
                     .collect();
                 let _ = writeln!(
                     before,
@@ -302,7 +325,16 @@ fn exclusion_rules(w: &WafConfig) -> (String, String) {
                 id -= 1;
             }
             None => {
-                let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+                let list: Vec<String> = ids
+                    .iter()
+                    .map(|(a, b)| {
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}-{b}")
+                        }
+                    })
+                    .collect();
                 let _ = writeln!(after, "SecRuleRemoveById {}", list.join(" "));
             }
         }

@@ -446,3 +446,35 @@ async fn unknown_host_gets_421_when_there_is_no_default() {
     .await;
     assert_eq!(r.status, 421);
 }
+
+#[tokio::test]
+async fn exclusions_switch_rules_off_globally_or_under_a_path() {
+    let up = upstream();
+    let dir = temp_dir("exclusions");
+    let rules = rules_file(&dir);
+    let cfg = config(&[up.addr.to_string()], &rules, "", "").replace(
+        "rules = [",
+        "exclusions = [{ rule_ids = [1001], path_prefix = \"/api/\" }, { rule_ids = [\"1002-1002\"] }], rules = [",
+    );
+    let proxy = Proxy::start(&dir, &cfg);
+    let c = client();
+    assert_eq!(
+        get(&c, &proxy.url("/api/x?q=union%20select%201"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        get(&c, &proxy.url("/x?q=union%20select%201")).await.status,
+        403
+    );
+    let bot = send(
+        &c,
+        Request::get(proxy.url("/"))
+            .header("user-agent", "evilbot")
+            .body(Full::new(Bytes::new()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(bot.status, 200);
+}

@@ -4,5 +4,6 @@ mod util;
 
 mod basic;
 mod cli;
+mod crs;
 mod reload;
 mod tls;
