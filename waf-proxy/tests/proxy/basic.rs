@@ -478,3 +478,49 @@ async fn exclusions_switch_rules_off_globally_or_under_a_path() {
     .await;
     assert_eq!(bot.status, 200);
 }
+
+#[tokio::test]
+async fn bodies_the_waf_does_not_want_stream_through_within_the_limit() {
+    let up = upstream();
+    let dir = temp_dir("stream");
+    let rules = rules_file(&dir);
+    let cfg = config(
+        &[up.addr.to_string()],
+        &rules,
+        "",
+        "limits = { max_request_body = 100000 }",
+    )
+    .replace("mode = \"block\"", "mode = \"off\"");
+    let proxy = Proxy::start(&dir, &cfg);
+    let c = client();
+    // WAF off: nothing is blocked, the body streams through.
+    let r = send(
+        &c,
+        Request::post(proxy.url("/s?q=union%20select%201"))
+            .body(Full::new(Bytes::from(vec![b'x'; 99_999])))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok POST /s 99999"));
+    // A chunked body over the limit is cut off while streaming: 413, not 502.
+    let mut s = tokio::net::TcpStream::connect(proxy.http).await.unwrap();
+    s.write_all(b"POST /s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await
+        .unwrap();
+    for _ in 0..30 {
+        let mut chunk = b"1000\r\n".to_vec();
+        chunk.extend_from_slice(&[b'y'; 0x1000]);
+        chunk.extend_from_slice(b"\r\n");
+        if s.write_all(&chunk).await.is_err() {
+            break;
+        }
+    }
+    let _ = s.write_all(b"0\r\n\r\n").await;
+    let mut buf = vec![0; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+}
