@@ -11,7 +11,8 @@
 //! listen = ["127.0.0.1:8080"]          # plain HTTP listeners (default shown)
 //! listen_tls = ["127.0.0.1:8443"]      # HTTPS listeners (default: none)
 //! workers = 0                          # runtimes, one per core when 0 (default)
-//! header_read_timeout_ms = 10000       # slow clients get 408 / closed (default)
+//! header_read_timeout_ms = 10000       # slow request heads: connection closed (default)
+//! body_read_timeout_ms = 30000         # slow bodies the WAF buffers: 408 (default)
 //! trusted_proxies = ["10.0.0.0/8"]     # peers whose X-Forwarded-For we believe (default: none)
 //! reload_poll_ms = 1000                # check the file for changes; 0 = only SIGHUP
 //!
@@ -57,6 +58,8 @@ use waf_core::host::TrustedProxies;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default time a client has to send a complete request head (slowloris defence).
 pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// Default longest wait for the next chunk of a request body the WAF buffers; then 408.
+pub const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 30_000;
 /// Default interval at which the config file is checked for changes.
 pub const DEFAULT_RELOAD_POLL_MS: u64 = 1_000;
 /// Default number of log lines queued for the writer before lines are dropped (and
@@ -114,6 +117,8 @@ pub struct RawServer {
     pub workers: usize,
     /// Header read timeout in ms (default 10000).
     pub header_read_timeout_ms: u64,
+    /// Longest wait for the next chunk of a buffered request body, in ms (default 30000).
+    pub body_read_timeout_ms: u64,
     /// Trusted proxy networks (CIDR or address; default none).
     pub trusted_proxies: Vec<String>,
     /// Config file poll interval in ms; 0 disables polling (default 1000).
@@ -127,6 +132,7 @@ impl Default for RawServer {
             listen_tls: Vec::new(),
             workers: 0,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
+            body_read_timeout_ms: DEFAULT_BODY_READ_TIMEOUT_MS,
             trusted_proxies: Vec::new(),
             reload_poll_ms: DEFAULT_RELOAD_POLL_MS,
         }
@@ -454,6 +460,8 @@ pub struct Config {
     pub workers: usize,
     /// Header read timeout.
     pub header_read_timeout: Duration,
+    /// Body chunk timeout (buffered bodies).
+    pub body_read_timeout: Duration,
     /// Trusted proxies.
     pub trusted_proxies: TrustedProxies,
     /// File poll interval; `None` = SIGHUP only.
@@ -733,6 +741,9 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         if s.header_read_timeout_ms == 0 {
             errs.push("server.header_read_timeout_ms", "must be > 0");
         }
+        if s.body_read_timeout_ms == 0 {
+            errs.push("server.body_read_timeout_ms", "must be > 0");
+        }
         for (i, p) in s.trusted_proxies.iter().enumerate() {
             if let Err(e) = TrustedProxies::from_entries([p]) {
                 errs.push(format!("server.trusted_proxies[{i}]"), e.to_string());
@@ -984,6 +995,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             listen_tls,
             workers,
             header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
+            body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             trusted_proxies,
             reload_poll: (s.reload_poll_ms > 0).then(|| Duration::from_millis(s.reload_poll_ms)),
             admin,

@@ -243,7 +243,8 @@ pub async fn handle(
         }
         (None, Some(Bytes::new()))
     } else if tx.wants_request_body() {
-        match read_body(body, limit, &mut fin).await {
+        let timeout = state.config.body_read_timeout;
+        match read_body(body, limit, timeout, &mut fin).await {
             Ok(bytes) => (None, Some(bytes)),
             Err(resp) => return Ok(*resp),
         }
@@ -363,11 +364,19 @@ pub async fn handle(
 async fn read_body(
     mut body: Incoming,
     limit: u64,
+    timeout: Duration,
     fin: &mut Finish,
 ) -> Result<Bytes, Box<Response<ResBody>>> {
     let mut buf = BytesMut::new();
     loop {
-        match body.frame().await {
+        let Ok(frame) = tokio::time::timeout(timeout, body.frame()).await else {
+            fin.rec.action = "client_timeout";
+            return Err(Box::new(fin.error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                "request body too slow",
+            )));
+        };
+        match frame {
             None => break,
             Some(Err(_)) => {
                 fin.rec.action = "client_error";

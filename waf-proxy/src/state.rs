@@ -341,3 +341,54 @@ fn exclusion_rules(w: &WafConfig) -> (String, String) {
     }
     (before, after)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn state(hosts: &str) -> State {
+        let text = format!(
+            "[[upstream]]\nname='a'\nservers=['127.0.0.1:1','127.0.0.1:2','127.0.0.1:3']\nfail_timeout_ms=60000\n{hosts}"
+        );
+        let cfg = Config::parse(Path::new("t.toml"), &text).unwrap();
+        State::build(cfg).unwrap()
+    }
+
+    #[test]
+    fn hosts_match_exact_then_wildcard_then_default() {
+        let s = state(
+            "[[host]]\nnames=['a.test']\nupstream='a'\nwaf={mode='off'}\n\
+             [[host]]\nnames=['*.b.test']\nupstream='a'\nwaf={mode='off'}\n\
+             [[host]]\nnames=['c.test']\nupstream='a'\ndefault=true\nwaf={mode='off'}\n",
+        );
+        assert_eq!(s.find_host(Some("a.test")), Some(0));
+        assert_eq!(s.find_host(Some("x.b.test")), Some(1));
+        assert_eq!(
+            s.find_host(Some("b.test")),
+            Some(2),
+            "*.b.test does not match b.test"
+        );
+        assert_eq!(s.find_host(Some("other")), Some(2));
+        assert_eq!(s.find_host(None), Some(2));
+        let s = state("[[host]]\nnames=['a.test']\nupstream='a'\nwaf={mode='off'}\n");
+        assert_eq!(s.find_host(Some("other")), None);
+    }
+
+    #[test]
+    fn round_robin_skips_servers_marked_down() {
+        let s = state("[[host]]\nnames=['*']\nupstream='a'\nwaf={mode='off'}\n");
+        let u = &s.upstreams[0];
+        let firsts: Vec<usize> = (0..6).map(|_| u.pick_order().next().unwrap()).collect();
+        assert_eq!(firsts, vec![0, 1, 2, 0, 1, 2]);
+        u.mark_down(1);
+        assert!(u.is_down(1));
+        let firsts: Vec<usize> = (0..4).map(|_| u.pick_order().next().unwrap()).collect();
+        assert!(!firsts.contains(&1), "{firsts:?}");
+        // A server that is down is still tried last, rather than failing outright.
+        let order: Vec<usize> = u.pick_order().collect();
+        assert_eq!(order.len(), 3);
+        assert_eq!(order[2], 1);
+    }
+}

@@ -524,3 +524,36 @@ async fn bodies_the_waf_does_not_want_stream_through_within_the_limit() {
     let text = String::from_utf8_lossy(&buf[..n]);
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
 }
+
+#[tokio::test]
+async fn slow_body_gets_408() {
+    let up = upstream();
+    let dir = temp_dir("slowbody");
+    let rules = rules_file(&dir);
+    let proxy = Proxy::start(
+        &dir,
+        &config(
+            &[up.addr.to_string()],
+            &rules,
+            "body_read_timeout_ms = 500",
+            "",
+        ),
+    );
+    let mut s = tokio::net::TcpStream::connect(proxy.http).await.unwrap();
+    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\na=1")
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let mut buf = vec![0; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .expect("no answer 5 s later")
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        t.elapsed()
+    );
+}
