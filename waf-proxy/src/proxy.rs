@@ -77,6 +77,8 @@ struct Finish {
     accept: Option<Vec<u8>>,
     /// `logging` has run (or this is a husk left by `take`).
     done: bool,
+    /// The connection is TLS (for HSTS on generated responses).
+    https: bool,
 }
 
 /// The access log line.
@@ -171,6 +173,21 @@ pub async fn handle(
         let resp = fin.error_response(StatusCode::MISDIRECTED_REQUEST, "no such host");
         return Ok(resp);
     };
+    // Over TLS, the Host header must name the same virtual host as SNI: a request must not
+    // borrow another host's certificate (domain fronting).
+    if let Some(sni) = conn.sni.as_deref() {
+        let sni_host = state.find_host(Some(sni));
+        if sni_host != Some(hi) {
+            rec.request_id = fallback_id();
+            rec.action = "no_host";
+            let mut fin = Finish::new(&conn, state.clone(), sni_host, None, rec);
+            let resp = fin.error_response(
+                StatusCode::MISDIRECTED_REQUEST,
+                "host does not match TLS name",
+            );
+            return Ok(resp);
+        }
+    }
     let host = &state.hosts[hi];
     rec.host.clone_from(&host.label);
 
@@ -502,6 +519,7 @@ impl Finish {
             response_ended: false,
             accept: None,
             done: false,
+            https: conn.https,
         }
     }
 
@@ -516,7 +534,7 @@ impl Finish {
         self.response_ended = true;
         if let Some(hi) = self.host {
             let state = self.state.clone();
-            add_host_headers(&mut headers, &state.hosts[hi], false);
+            add_host_headers(&mut headers, &state.hosts[hi], self.https);
         }
         headers.insert(
             header::CONTENT_TYPE,
@@ -578,6 +596,7 @@ impl Finish {
             response_ended: self.response_ended,
             accept: self.accept.take(),
             done: false,
+            https: self.https,
         }
     }
 

@@ -171,6 +171,21 @@ async fn http1_over_tls12_and_session_resumption() {
             assert_eq!(resp.status(), 200);
             let body = resp.into_body().collect().await.unwrap().to_bytes();
             assert_eq!(&body[..], b"ok GET /t 0");
+            // The Host must name the same virtual host as SNI.
+            let resp = send
+                .send_request(
+                    Request::get("/t")
+                        .header("host", "b.test")
+                        .body(Full::new(Bytes::new()))
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 421);
+            assert_eq!(
+                resp.headers()["strict-transport-security"],
+                "max-age=31536000"
+            );
         }
     }
 }
