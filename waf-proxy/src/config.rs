@@ -15,6 +15,7 @@
 //! body_read_timeout_ms = 30000         # slow bodies the WAF buffers: 408 (default)
 //! trusted_proxies = ["10.0.0.0/8"]     # peers whose X-Forwarded-For we believe (default: none)
 //! reload_poll_ms = 1000                # check the file for changes; 0 = only SIGHUP
+//! shutdown_timeout_ms = 10000          # SIGTERM: stop accepting, let requests finish
 //!
 //! [admin]
 //! listen = "127.0.0.1:9901"            # /metrics and /healthz (default: off)
@@ -60,6 +61,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
 /// Default longest wait for the next chunk of a request body the WAF buffers; then 408.
 pub const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 30_000;
+/// Default time in-flight requests get to finish on SIGTERM before the process exits.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
 /// Default interval at which the config file is checked for changes.
 pub const DEFAULT_RELOAD_POLL_MS: u64 = 1_000;
 /// Default number of log lines queued for the writer before lines are dropped (and
@@ -123,6 +126,8 @@ pub struct RawServer {
     pub trusted_proxies: Vec<String>,
     /// Config file poll interval in ms; 0 disables polling (default 1000).
     pub reload_poll_ms: u64,
+    /// Drain time on SIGTERM, in ms (default 10000).
+    pub shutdown_timeout_ms: u64,
 }
 
 impl Default for RawServer {
@@ -135,6 +140,7 @@ impl Default for RawServer {
             body_read_timeout_ms: DEFAULT_BODY_READ_TIMEOUT_MS,
             trusted_proxies: Vec::new(),
             reload_poll_ms: DEFAULT_RELOAD_POLL_MS,
+            shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
         }
     }
 }
@@ -466,6 +472,8 @@ pub struct Config {
     pub trusted_proxies: TrustedProxies,
     /// File poll interval; `None` = SIGHUP only.
     pub reload_poll: Option<Duration>,
+    /// Drain time on SIGTERM.
+    pub shutdown_timeout: Duration,
     /// Admin listener.
     pub admin: Option<SocketAddr>,
     /// Access log target.
@@ -998,6 +1006,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             trusted_proxies,
             reload_poll: (s.reload_poll_ms > 0).then(|| Duration::from_millis(s.reload_poll_ms)),
+            shutdown_timeout: Duration::from_millis(s.shutdown_timeout_ms),
             admin,
             access_log,
             audit_log,

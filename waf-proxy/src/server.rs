@@ -11,6 +11,10 @@
 //! broken config is reported on stderr and in `/metrics`, and the old one keeps serving.
 //! Listener addresses, worker count and log targets are read at start only; a reload that
 //! changes them logs a warning that a restart is needed.
+//!
+//! SIGTERM or Ctrl-C: every worker stops accepting, asks its connections to close after
+//! their current request (HTTP/1 `Connection: close`, HTTP/2 GOAWAY) and waits for them up
+//! to `shutdown_timeout_ms`; then the process exits.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -27,6 +31,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
@@ -64,6 +69,7 @@ pub struct Bound {
 /// `watch` is the file to reload from (on SIGHUP and when it changes).
 pub fn run(config: Config, watch: Option<PathBuf>) -> io::Result<()> {
     let reload_poll = config.reload_poll;
+    let drain = config.shutdown_timeout;
     let workers = config.workers.max(1);
     let state = State::build(config).map_err(|e| io::Error::other(e.join("\n")))?;
     let cfg = &state.config;
@@ -103,8 +109,11 @@ pub fn run(config: Config, watch: Option<PathBuf>) -> io::Result<()> {
         audit_log,
     });
 
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut threads = Vec::new();
     for w in 0..workers {
         let shared = shared.clone();
+        let stop = stop_rx.clone();
         let http: Vec<StdListener> = http
             .iter()
             .map(|l| l.try_clone())
@@ -114,9 +123,10 @@ pub fn run(config: Config, watch: Option<PathBuf>) -> io::Result<()> {
             .map(|l| l.try_clone())
             .collect::<io::Result<_>>()?;
         let tls = tls.clone();
-        std::thread::Builder::new()
+        let t = std::thread::Builder::new()
             .name(format!("worker-{w}"))
-            .spawn(move || worker(shared, http, https, tls))?;
+            .spawn(move || worker(shared, http, https, tls, stop, drain))?;
+        threads.push(t);
     }
     for a in &bound.http {
         eprintln!("waf-proxy: listening on http://{a}");
@@ -132,7 +142,16 @@ pub fn run(config: Config, watch: Option<PathBuf>) -> io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(control(shared, admin, watch, reload_poll))
+    rt.block_on(control(shared, admin, watch, reload_poll))?;
+    // Shutdown: stop the workers and wait for them to drain.
+    let _ = stop_tx.send(true);
+    for t in threads {
+        let _ = t.join();
+    }
+    // Give the log writers a moment to write their last batch.
+    std::thread::sleep(Duration::from_millis(100));
+    eprintln!("waf-proxy: stopped");
+    Ok(())
 }
 
 fn worker(
@@ -140,6 +159,8 @@ fn worker(
     http: Vec<StdListener>,
     https: Vec<StdListener>,
     tls: Option<TlsAcceptor>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    drain: Duration,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -152,20 +173,39 @@ fn worker(
         }
     };
     rt.block_on(async move {
+        let graceful = Arc::new(GracefulShutdown::new());
         let mut tasks = Vec::new();
         for l in http {
-            tasks.push(tokio::spawn(accept_loop(shared.clone(), l, None)));
+            let args = (shared.clone(), graceful.clone(), stop.clone());
+            tasks.push(tokio::spawn(accept_loop(args, l, None)));
         }
         for l in https {
-            tasks.push(tokio::spawn(accept_loop(shared.clone(), l, tls.clone())));
+            let args = (shared.clone(), graceful.clone(), stop.clone());
+            tasks.push(tokio::spawn(accept_loop(args, l, tls.clone())));
         }
         for t in tasks {
             let _ = t.await;
         }
+        // The accept loops have ended and dropped their handles.
+        if let Ok(graceful) = Arc::try_unwrap(graceful) {
+            if tokio::time::timeout(drain, graceful.shutdown())
+                .await
+                .is_err()
+            {
+                tracing::warn!("shutdown: connections still open after the drain time");
+            }
+        }
     });
 }
 
-async fn accept_loop(shared: Arc<Shared>, l: StdListener, tls: Option<TlsAcceptor>) {
+type LoopArgs = (
+    Arc<Shared>,
+    Arc<GracefulShutdown>,
+    tokio::sync::watch::Receiver<bool>,
+);
+
+async fn accept_loop(args: LoopArgs, l: StdListener, tls: Option<TlsAcceptor>) {
+    let (shared, graceful, mut stop) = args;
     let listener = match TcpListener::from_std(l) {
         Ok(l) => l,
         Err(e) => {
@@ -174,7 +214,11 @@ async fn accept_loop(shared: Arc<Shared>, l: StdListener, tls: Option<TlsAccepto
         }
     };
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.changed() => return,
+        };
+        let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
@@ -187,7 +231,15 @@ async fn accept_loop(shared: Arc<Shared>, l: StdListener, tls: Option<TlsAccepto
         let local = stream
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-        tokio::spawn(serve_conn(shared.clone(), stream, peer, local, tls.clone()));
+        let watcher = graceful.watcher();
+        tokio::spawn(serve_conn(
+            shared.clone(),
+            stream,
+            peer,
+            local,
+            tls.clone(),
+            watcher,
+        ));
     }
 }
 
@@ -197,6 +249,7 @@ async fn serve_conn(
     peer: SocketAddr,
     local: SocketAddr,
     tls: Option<TlsAcceptor>,
+    watcher: Watcher,
 ) {
     let header_timeout = shared.state.load().config.header_read_timeout;
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -219,7 +272,8 @@ async fn serve_conn(
                 sni: None,
             });
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
-            if let Err(e) = builder.serve_connection(TokioIo::new(stream), svc).await {
+            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
         }
@@ -250,11 +304,10 @@ async fn serve_conn(
             });
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
             let io = TokioIo::new(tls_stream);
-            let result = if h2 {
-                builder.http2_only().serve_connection(io, svc).await
-            } else {
-                builder.serve_connection(io, svc).await
-            };
+            if h2 {
+                builder = builder.http2_only();
+            }
+            let result = watcher.watch(builder.serve_connection(io, svc)).await;
             if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
@@ -296,14 +349,12 @@ async fn control(
                 }
             }
             _ = term.recv() => {
-                tracing::info!("SIGTERM: exiting");
-                // Give the log writers a moment to flush their last batch.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                std::process::exit(0);
+                eprintln!("waf-proxy: SIGTERM, draining");
+                return Ok(());
             }
             _ = tokio::signal::ctrl_c() => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                std::process::exit(0);
+                eprintln!("waf-proxy: interrupted, draining");
+                return Ok(());
             }
         }
     }

@@ -557,3 +557,34 @@ async fn slow_body_gets_408() {
         t.elapsed()
     );
 }
+
+#[tokio::test]
+async fn sigterm_lets_requests_in_flight_finish_then_exits() {
+    let up = upstream();
+    let dir = temp_dir("shutdown");
+    let rules = rules_file(&dir);
+    let cfg = config(&[up.addr.to_string()], &rules, "", "")
+        .replace("read_timeout_ms = 1000", "read_timeout_ms = 10000");
+    let mut proxy = Proxy::start(&dir, &cfg);
+    let url = proxy.url("/slow");
+    let inflight = tokio::spawn(async move { get(&client(), &url).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = proxy.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let r = inflight.await.unwrap();
+    assert_eq!((r.status, r.body.as_str()), (200, "slow"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = proxy.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "still running after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status}");
+    assert!(tokio::net::TcpStream::connect(proxy.http).await.is_err());
+}
