@@ -189,7 +189,6 @@ pub async fn handle(
         }
     }
     let host = &state.hosts[hi];
-    rec.host.clone_from(&host.label);
 
     // request_filter: WAF phase 1.
     let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local);
@@ -634,7 +633,11 @@ impl Finish {
             }
         }
         let m = &self.shared.metrics;
-        m.request(&rec.host, rec.status, rec.action);
+        // Metrics are labelled by the configured host (bounded), logs by the requested name.
+        let label = self
+            .host
+            .map_or("-", |i| self.state.hosts[i].label.as_str());
+        m.request(label, rec.status, rec.action);
         m.latency.observe(elapsed);
         m.waf_time.observe(rec.waf_time);
         if let Some(d) = rec.upstream_time {

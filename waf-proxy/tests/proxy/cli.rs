@@ -102,7 +102,18 @@ async fn demo_serves_on_the_given_address() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    // With the built-in default profile (branch h-profile), an attack is blocked; the stub
+    // profile this branch started from blocks nothing, so the check waits for it.
+    let attack = if waf_proxy::profile::DEFAULT_RULES.lines().count() > 1 {
+        let url = format!("http://127.0.0.1:{port}/?id=1%27%20OR%201=1--");
+        Some(get(&c, &url).await.status)
+    } else {
+        None
+    };
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(ok, Some(200));
+    if let Some(status) = attack {
+        assert_eq!(status, 403);
+    }
 }
