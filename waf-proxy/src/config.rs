@@ -11,7 +11,8 @@
 //! listen = ["127.0.0.1:8080"]          # plain HTTP listeners (default shown)
 //! listen_tls = ["127.0.0.1:8443"]      # HTTPS listeners (default: none)
 //! workers = 0                          # runtimes, one per core when 0 (default)
-//! header_read_timeout_ms = 10000       # slow request heads: connection closed (default)
+//! header_read_timeout_ms = 10000       # slow request heads, and idle keep-alive
+//!                                      # connections: closed after this (default)
 //! body_read_timeout_ms = 30000         # slow bodies the WAF buffers: 408 (default)
 //! trusted_proxies = ["10.0.0.0/8"]     # peers whose X-Forwarded-For we believe (default: none)
 //! reload_poll_ms = 1000                # check the file for changes; 0 = only SIGHUP
@@ -118,7 +119,9 @@ pub struct RawServer {
     pub listen_tls: Vec<String>,
     /// Worker runtimes; 0 = one per available core (default 0).
     pub workers: usize,
-    /// Header read timeout in ms (default 10000).
+    /// Time a client has to send a complete request head, counted from the connection's
+    /// start or the end of the previous response, in ms (default 10000). It also closes
+    /// idle keep-alive connections.
     pub header_read_timeout_ms: u64,
     /// Longest wait for the next chunk of a buffered request body, in ms (default 30000).
     pub body_read_timeout_ms: u64,
