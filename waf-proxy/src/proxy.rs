@@ -271,6 +271,8 @@ pub async fn handle(
         if let Verdict::Intervene(i) = v {
             return Ok(fin.block(&i));
         }
+        // Streamed: the declared length is what the log can tell.
+        fin.rec.bytes_in = declared.unwrap_or(0);
         let limited = Limited::new(body, limit as usize).map_err(BoxError::from);
         (Some(limited.boxed()), None)
     };
