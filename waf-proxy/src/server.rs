@@ -5,7 +5,8 @@
 //! on every listener (the same sockets, so port 0 works in tests), and each keeps its own
 //! upstream pools. A control thread runs the admin listener and the reloader.
 //!
-//! Reload (SIGHUP, or the file's modification time or size changing): the new config is
+//! Reload (SIGHUP, or the config file's modification time or size changing; rule files
+//! it names are not watched, so send SIGHUP after editing them): the new config is
 //! parsed and compiled on a blocking thread, then swapped in with one atomic store;
 //! requests in flight finish with the state they started with, so no request fails. A
 //! broken config is reported on stderr and in `/metrics`, and the old one keeps serving.
