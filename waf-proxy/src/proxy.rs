@@ -288,6 +288,11 @@ pub async fn handle(
         .to_string();
     let mut base_headers = parts.headers.clone();
     headers::strip_hop_by_hop(&mut base_headers);
+    // Framing to the upstream comes from the body we send (hyper sets Content-Length from
+    // an exact size, else chunked), never from the client's header: a request that had
+    // both Transfer-Encoding and Content-Length (RFC 9112 §6.3: chunked wins) must not
+    // reach the upstream with the stale length.
+    base_headers.remove(header::CONTENT_LENGTH);
     if !base_headers.contains_key(header::HOST) {
         if let Some(a) = parts.uri.authority() {
             if let Ok(v) = HeaderValue::from_str(a.as_str()) {
@@ -775,7 +780,8 @@ fn request_host(req: &Request<Incoming>) -> Option<String> {
 
 fn strip_port(h: &str) -> &str {
     if h.starts_with('[') {
-        return h.split(']').next().map_or(h, |s| &h[..s.len() + 1]);
+        // `[v6]:port`; a bracket never closed is left as it is (and matches no host).
+        return h.find(']').map_or(h, |i| &h[..=i]);
     }
     h.rsplit_once(':').map_or(h, |(host, _)| host)
 }
@@ -821,5 +827,10 @@ mod tests {
         assert_eq!(strip_port("example.com:8080"), "example.com");
         assert_eq!(strip_port("example.com"), "example.com");
         assert_eq!(strip_port("[::1]:80"), "[::1]");
+        // Client input: never a panic.
+        for junk in ["[", "[::1", "]", ":", "[]:", "a:b:c", ""] {
+            let _ = strip_port(junk);
+        }
+        assert_eq!(strip_port("["), "[");
     }
 }

@@ -82,7 +82,8 @@ impl Upstream {
     /// all are down).
     pub fn pick_order(&self) -> impl Iterator<Item = usize> + '_ {
         let n = self.servers.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        // n > 0 (config validation); with n == 0 the ring below is empty.
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n.max(1);
         let now = now_ms();
         let up = move |i: &usize| self.servers[*i].down_until_ms.load(Ordering::Relaxed) <= now;
         let ring = move || (0..n).map(move |k| (start + k) % n);

@@ -588,3 +588,74 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits() {
     assert!(status.success(), "{status}");
     assert!(tokio::net::TcpStream::connect(proxy.http).await.is_err());
 }
+
+#[tokio::test]
+async fn malformed_hosts_and_requests_get_answers_not_crashes() {
+    let up = upstream();
+    let dir = temp_dir("junk");
+    let rules = rules_file(&dir);
+    let cfg = config(&[up.addr.to_string()], &rules, "", "")
+        .replace("names = [\"*\"]", "names = [\"app.test\"]");
+    let proxy = Proxy::start(&dir, &cfg);
+    for head in [
+        &b"GET / HTTP/1.1\r\nHost: [\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: ]:\r\n\r\n",
+        b"GET http://[/ HTTP/1.1\r\nHost: app.test\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        b"BREW /\xff HTTP/1.1\r\n\r\n",
+    ] {
+        let mut s = tokio::net::TcpStream::connect(proxy.http).await.unwrap();
+        s.write_all(head).await.unwrap();
+        let mut buf = vec![0; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .unwrap_or(Ok(0))
+            .unwrap_or(0);
+        let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let shown = String::from_utf8_lossy(head);
+        assert!(
+            n == 0 || text.starts_with("HTTP/1.1 4"),
+            "{shown:?} -> {text}"
+        );
+    }
+    // Transfer-Encoding with Content-Length: chunked wins (RFC 9112 §6.3), and the stale
+    // length does not reach the upstream.
+    let mut s = tokio::net::TcpStream::connect(proxy.http).await.unwrap();
+    s.write_all(
+        b"POST /echo HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 50\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0; 4096];
+    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        if String::from_utf8_lossy(&got).contains("x-forwarded-proto: http\n") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("x-forwarded-proto: http\n"),
+        "the echo body: {text}"
+    );
+    assert!(text.contains("content-length: 2\n"), "{text}");
+    assert!(!text.contains("content-length: 50"), "{text}");
+    assert!(!text.contains("transfer-encoding"), "{text}");
+
+    // Still serving.
+    let r = send(
+        &client(),
+        Request::get(proxy.url("/"))
+            .header("host", "app.test")
+            .body(Full::new(Bytes::new()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+}
