@@ -51,10 +51,14 @@ impl Histogram {
     }
 }
 
+/// Requests of one host by (status, action).
+type StatusCounts = HashMap<(u16, &'static str), u64>;
+
 /// All metrics of the process.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<HashMap<(String, u16, &'static str), u64>>,
+    /// host -> (status, action) -> count; looked up by `&str`, so no allocation per request.
+    requests: Mutex<HashMap<String, StatusCounts>>,
     rule_hits: Mutex<HashMap<u64, u64>>,
     upstream_errors: Mutex<HashMap<(String, &'static str), u64>>,
     /// Whole-request latency.
@@ -73,12 +77,11 @@ impl Metrics {
     /// Counts a finished request.
     pub fn request(&self, host: &str, status: u16, action: &'static str) {
         if let Ok(mut m) = self.requests.lock() {
-            match m.get_mut(&(host.to_string(), status, action)) {
-                Some(n) => *n += 1,
-                None => {
-                    m.insert((host.to_string(), status, action), 1);
-                }
-            }
+            let per_host = match m.get_mut(host) {
+                Some(h) => h,
+                None => m.entry(host.to_string()).or_default(),
+            };
+            *per_host.entry((status, action)).or_default() += 1;
         }
     }
 
@@ -103,12 +106,14 @@ impl Metrics {
         let mut out = String::with_capacity(4096);
         out.push_str("# HELP waf_proxy_requests_total Requests by host, status and WAF action.\n# TYPE waf_proxy_requests_total counter\n");
         if let Ok(m) = self.requests.lock() {
-            for ((host, status, action), n) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "waf_proxy_requests_total{{host=\"{}\",status=\"{status}\",action=\"{action}\"}} {n}",
-                    escape(host)
-                );
+            for (host, per_host) in m.iter() {
+                for ((status, action), n) in per_host {
+                    let _ = writeln!(
+                        out,
+                        "waf_proxy_requests_total{{host=\"{}\",status=\"{status}\",action=\"{action}\"}} {n}",
+                        escape(host)
+                    );
+                }
             }
         }
         out.push_str("# HELP waf_proxy_rule_hits_total Matched rules by id.\n# TYPE waf_proxy_rule_hits_total counter\n");
