@@ -92,6 +92,7 @@ async fn reload_good_and_broken_configs_under_load_without_failures() {
         t.await.unwrap();
     }
     let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    eprintln!("reload under load: {ok} requests ok, {failed} failed, 4 reloads (2 broken)");
     assert!(ok > 100, "only {ok} requests under load");
     assert_eq!(
         failed,
