@@ -196,8 +196,9 @@ impl Proxy {
         format!("http://{}{path}", self.http)
     }
 
-    /// Waits until stderr has a line containing `needle` (at least `count` of them).
-    pub fn wait_stderr(&self, needle: &str, count: usize) {
+    /// Waits until stderr has a line containing `needle` (at least `count` of them),
+    /// yielding to the test's runtime meanwhile (so load tasks keep running).
+    pub async fn wait_stderr(&self, needle: &str, count: usize) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let n = self
