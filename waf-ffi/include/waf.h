@@ -58,16 +58,20 @@ typedef enum waf_action {
   WAF_ACTION_REDIRECT = 3,
 } waf_action;
 
-// Collects rule sources and options; becomes a [`WafEngine`] with `waf_builder_build`.
-// Owned by the caller until `waf_builder_build` or `waf_builder_free`; one thread at a time.
+// Collects rule sources and options; becomes a `waf_engine` with `waf_builder_build`.
+// Created by `waf_builder_new`; owned by the caller until `waf_builder_build` (which always
+// consumes it) or `waf_builder_free`. Used by one thread at a time.
 typedef struct waf_builder waf_builder;
 
-// A compiled rule set. Immutable and thread-safe: share one among all threads and workers.
-// Freed with `waf_engine_free`; transactions keep the rules alive on their own.
+// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
+// Immutable and thread-safe: any number of threads (and forked worker processes) may use
+// one engine at the same time. Transactions keep the rules alive on their own, so an engine
+// may be freed while its transactions are still running.
 typedef struct waf_engine waf_engine;
 
-// One transaction. Owned by the caller from `waf_tx_new` to `waf_tx_free`; used by one
-// thread at a time.
+// One transaction (one request and its response), created by `waf_tx_new` and freed with
+// `waf_tx_free`, finished or not. Used by one thread at a time; it may move to another
+// thread between calls. Strings it hands out live until the next phase call or the free.
 typedef struct waf_tx waf_tx;
 
 // The report of a finished transaction, passed to the report callback. Every pointer in it
@@ -87,8 +91,11 @@ typedef struct waf_report {
   size_t matched_rules;
   // How many of them log (not `nolog`); hosts usually write the record only when > 0.
   size_t logged_rules;
+  // The ids of those `logged_rules` rules, in match order (NULL when there are none).
+  const uint64_t *logged_rule_ids;
   // The audit record: one line of JSON (NUL-terminated) with the fields above and every
-  // matched rule (id, phase, msg, data, severity, tags, variable, matched data, file, line).
+  // matched rule that logs (id, phase, msg, data, severity, tags, variable, matched data,
+  // file, line); `nolog` rules are counted in `matched_rules` but not listed.
   const char *audit_json;
   // Length of `audit_json` in bytes, without the NUL.
   size_t audit_json_len;

@@ -24,9 +24,11 @@
  *                                   header is held back and the body is buffered (up to
  *                                   NGX_HTTP_WAF_MAX_RESPONSE_BUFFER) so that a rule can
  *                                   still replace the response with its status
- *   phase 5  logging                log phase handler; the report callback writes the
- *                                   audit record (JSON) to the error log at "warn" when a
- *                                   rule logged or an intervention happened
+ *   phase 5  logging                log phase handler; the report callback writes a
+ *                                   summary (status, rule, scores, logged rule ids) to the
+ *                                   error log at "warn" when a rule logged or an
+ *                                   intervention happened, and the JSON audit record at
+ *                                   "info"
  *
  * An intervention answers with the rule's status (deny), a redirect (Location + 3xx), or
  * closes the connection (drop). A status outside 300..599 becomes 403. Subrequests are not
@@ -934,13 +936,17 @@ ngx_http_waf_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     waf_intervention     iv;
     ngx_http_waf_ctx_t  *ctx;
 
-    if (r != r->main || in == NULL) {
+    if (r != r->main) {
         return ngx_http_next_body_filter(r, in);
     }
 
     ctx = ngx_http_waf_get_ctx(r);
     if (ctx == NULL || !ctx->resp_buffering) {
         return ngx_http_next_body_filter(r, in);
+    }
+
+    if (in == NULL) {
+        return NGX_OK;  /* a flush while the header is held back: nothing to send yet */
     }
 
     for (cl = in; cl; cl = cl->next) {
@@ -1006,19 +1012,49 @@ ngx_http_waf_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 /* Phase 5 */
 
+/*
+ * The report callback, at the log phase. One "warn" line per transaction in which a rule
+ * logged or an intervention happened: status, deciding rule, scores and the ids of the
+ * rules that logged (short enough for NGX_MAX_ERROR_STR). The full audit record (JSON)
+ * follows at "info"; nginx cuts error log lines at NGX_MAX_ERROR_STR (2048) bytes.
+ */
 static void
 ngx_http_waf_report(void *user_data, const waf_report *report)
 {
+    u_char              *p, *last;
+    u_char               ids[1024];
+    size_t               i;
+    ngx_log_t           *log;
     ngx_http_waf_ctx_t  *ctx = user_data;
 
     if (ctx == NULL || ctx->r == NULL) {
         return;
     }
 
-    if (report->logged_rules > 0 || report->intervention_status != 0) {
-        ngx_log_error(NGX_LOG_WARN, ctx->r->connection->log, 0,
-                      "waf: %*s", report->audit_json_len, report->audit_json);
+    if (report->logged_rules == 0 && report->intervention_status == 0) {
+        return;
     }
+
+    log = ctx->r->connection->log;
+
+    p = ids;
+    last = ids + sizeof(ids);
+    for (i = 0; i < report->logged_rules && (size_t) (last - p) > NGX_INT64_LEN + 4; i++) {
+        p = ngx_slprintf(p, last, "%s%uL", i ? "," : "", report->logged_rule_ids[i]);
+    }
+    if (i < report->logged_rules) {
+        p = ngx_slprintf(p, last, ",...");
+    }
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "waf: unique_id=%s status=%d rule=%uL inbound_score=%L "
+                  "outbound_score=%L rules=%*s",
+                  report->unique_id, (int) report->intervention_status,
+                  report->intervention_rule_id, report->inbound_anomaly_score,
+                  report->outbound_anomaly_score, p - ids, ids);
+
+    ngx_log_error(NGX_LOG_INFO, log, 0, "waf audit: %*s",
+                  report->audit_json_len, report->audit_json);
 }
 
 

@@ -9,16 +9,19 @@ use waf_core::Waf;
 use crate::error::set_last_error;
 use crate::types::{bytes, utf8, WafReportCallback, WafStatus};
 
-/// Collects rule sources and options; becomes a [`WafEngine`] with `waf_builder_build`.
-/// Owned by the caller until `waf_builder_build` or `waf_builder_free`; one thread at a time.
+/// Collects rule sources and options; becomes a `waf_engine` with `waf_builder_build`.
+/// Created by `waf_builder_new`; owned by the caller until `waf_builder_build` (which always
+/// consumes it) or `waf_builder_free`. Used by one thread at a time.
 pub struct WafBuilder {
     inner: waf_core::WafBuilder,
     callback: WafReportCallback,
     fail_open: bool,
 }
 
-/// A compiled rule set. Immutable and thread-safe: share one among all threads and workers.
-/// Freed with `waf_engine_free`; transactions keep the rules alive on their own.
+/// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
+/// Immutable and thread-safe: any number of threads (and forked worker processes) may use
+/// one engine at the same time. Transactions keep the rules alive on their own, so an engine
+/// may be freed while its transactions are still running.
 pub struct WafEngine {
     pub(crate) waf: Waf,
     pub(crate) callback: WafReportCallback,

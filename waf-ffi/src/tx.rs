@@ -12,8 +12,9 @@ use crate::types::{
     bytes, headers, utf8, WafAction, WafIntervention, WafReport, WafReportCallback, WafStatus,
 };
 
-/// One transaction. Owned by the caller from `waf_tx_new` to `waf_tx_free`; used by one
-/// thread at a time.
+/// One transaction (one request and its response), created by `waf_tx_new` and freed with
+/// `waf_tx_free`, finished or not. Used by one thread at a time; it may move to another
+/// thread between calls. Strings it hands out live until the next phase call or the free.
 pub struct WafTx {
     /// `None` once finished.
     tx: Option<Transaction>,
@@ -379,6 +380,12 @@ pub unsafe extern "C" fn waf_tx_finish(tx: *mut WafTx) -> WafStatus {
         let report = inner.finish();
         if let Some(cb) = t.callback {
             let json = c_string(&audit_json(&report));
+            let ids: Vec<u64> = report
+                .matched_rules
+                .iter()
+                .filter(|m| m.log)
+                .map(|m| m.id)
+                .collect();
             let iv = report.intervention.as_ref();
             let r = WafReport {
                 unique_id: t.unique_id.as_ptr(),
@@ -387,7 +394,12 @@ pub unsafe extern "C" fn waf_tx_finish(tx: *mut WafTx) -> WafStatus {
                 inbound_anomaly_score: report.inbound_anomaly_score,
                 outbound_anomaly_score: report.outbound_anomaly_score,
                 matched_rules: report.matched_rules.len(),
-                logged_rules: report.matched_rules.iter().filter(|m| m.log).count(),
+                logged_rules: ids.len(),
+                logged_rule_ids: if ids.is_empty() {
+                    std::ptr::null()
+                } else {
+                    ids.as_ptr()
+                },
                 audit_json: json.as_ptr(),
                 audit_json_len: json.as_bytes().len(),
             };
@@ -405,6 +417,7 @@ fn audit_json(r: &waf_core::Report) -> String {
     let rules: Vec<_> = r
         .matched_rules
         .iter()
+        .filter(|m| m.log)
         .map(|m| {
             serde_json::json!({
                 "id": m.id,
@@ -415,7 +428,6 @@ fn audit_json(r: &waf_core::Report) -> String {
                 "tags": m.tags,
                 "var": m.matched_var_name,
                 "matched": m.matched_data,
-                "log": m.log,
                 "file": m.file,
                 "line": m.line,
             })
@@ -427,6 +439,7 @@ fn audit_json(r: &waf_core::Report) -> String {
         "would_intervene": r.would_intervene.as_ref().map(iv),
         "inbound_anomaly_score": r.inbound_anomaly_score,
         "outbound_anomaly_score": r.outbound_anomaly_score,
+        "matched_rules_total": r.matched_rules.len(),
         "matched_rules": rules,
     })
     .to_string()

@@ -99,8 +99,11 @@ pub struct WafReport {
     pub matched_rules: usize,
     /// How many of them log (not `nolog`); hosts usually write the record only when > 0.
     pub logged_rules: usize,
+    /// The ids of those `logged_rules` rules, in match order (NULL when there are none).
+    pub logged_rule_ids: *const u64,
     /// The audit record: one line of JSON (NUL-terminated) with the fields above and every
-    /// matched rule (id, phase, msg, data, severity, tags, variable, matched data, file, line).
+    /// matched rule that logs (id, phase, msg, data, severity, tags, variable, matched data,
+    /// file, line); `nolog` rules are counted in `matched_rules` but not listed.
     pub audit_json: *const c_char,
     /// Length of `audit_json` in bytes, without the NUL.
     pub audit_json_len: usize,

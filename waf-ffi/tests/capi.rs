@@ -5,19 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `target/<profile>`, where cargo put `libwaf_ffi.a` before building this test.
-fn profile_dir() -> PathBuf {
+/// `target/<profile>/deps`, where cargo put `libwaf_ffi.a` (built with this test; cargo
+/// copies it up to `target/<profile>` only in `cargo build`).
+fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/capi-<hash>
-    exe.ancestors()
-        .nth(2)
-        .expect("target/<profile>")
-        .to_path_buf()
+    exe.parent().expect("target/<profile>/deps").to_path_buf()
 }
 
 fn build_c_test() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = profile_dir().join("libwaf_ffi.a");
+    let lib = deps_dir().join("libwaf_ffi.a");
     assert!(lib.exists(), "{} is missing", lib.display());
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("api_test");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());

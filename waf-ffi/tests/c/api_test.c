@@ -37,6 +37,7 @@ struct seen {
     int logged;
     uint16_t last_status;
     uint64_t last_rule;
+    uint64_t first_logged;
     char json[4096];
 };
 
@@ -48,6 +49,9 @@ static void on_report(void *user_data, const waf_report *r) {
     s->last_rule = r->intervention_rule_id;
     CHECK(r->unique_id != NULL);
     CHECK(strlen(r->audit_json) == r->audit_json_len);
+    CHECK((r->logged_rules == 0) == (r->logged_rule_ids == NULL));
+    for (size_t i = 0; i < r->logged_rules; i++) CHECK(r->logged_rule_ids[i] > 0);
+    if (r->logged_rules > 0) s->first_logged = r->logged_rule_ids[0];
     snprintf(s->json, sizeof s->json, "%s", r->audit_json);
 }
 
@@ -144,6 +148,7 @@ static void test_phases(waf_engine *e) {
     CHECK(waf_tx_finish(tx) == WAF_STATUS_OK);
     CHECK(s.reports == 1 && s.last_status == 0 && s.logged == 1);
     CHECK(strstr(s.json, "\"id\":501") != NULL);
+    CHECK(s.first_logged == 501);
     /* Finished: later calls are misuse, not crashes. */
     CHECK(waf_tx_finish(tx) == WAF_STATUS_INVALID_ARGUMENT);
     CHECK(waf_tx_request_end(tx, &iv) == WAF_STATUS_INVALID_ARGUMENT);
