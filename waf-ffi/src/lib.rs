@@ -43,6 +43,11 @@
 #![warn(missing_docs)]
 #![allow(clippy::missing_safety_doc)] // the safety contract of every function is in waf.h
 
+// catch_unwind only catches unwinding panics; with panic = "abort" a bug would abort the
+// host (nginx) instead of returning WAF_STATUS_PANIC, so refuse to build that way.
+#[cfg(panic = "abort")]
+compile_error!("waf-ffi must be built with panic = \"unwind\" (see the crate docs)");
+
 #[macro_use]
 mod macros;
 mod engine;
