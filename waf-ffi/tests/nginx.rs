@@ -155,8 +155,24 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Sends one request and returns (status, body).
+/// Sends one request and returns (status, body); status 0 when the connection was closed
+/// without an answer.
 fn request(port: u16, method: &str, target: &str, body: &[u8]) -> (u16, String) {
+    let text = exchange(port, method, target, body);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Sends one request and returns the whole response as text.
+fn exchange(port: u16, method: &str, target: &str, body: &[u8]) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect nginx");
     s.set_read_timeout(Some(Duration::from_secs(120)))
         .expect("timeout");
@@ -175,17 +191,7 @@ fn request(port: u16, method: &str, target: &str, body: &[u8]) -> (u16, String) 
     s.write_all(body).expect("write body");
     let mut resp = Vec::new();
     let _ = s.read_to_end(&mut resp);
-    let text = String::from_utf8_lossy(&resp).to_string();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    String::from_utf8_lossy(&resp).to_string()
 }
 
 fn free_port() -> u16 {
@@ -201,20 +207,29 @@ struct Nginx {
     child: Child,
     prefix: PathBuf,
     port: u16,
+    /// The second server's port (only with `custom`).
+    port2: u16,
 }
 
 impl Nginx {
-    /// Starts nginx with CRS at http level; `custom` adds [`CUSTOM_LOCATION`].
+    /// Starts nginx with `waf on` at http level and CRS in the first server; `custom` adds
+    /// [`CUSTOM_LOCATION`] to it and [`SECOND_SERVER`].
     fn start(name: &str, upstream: u16, workers: usize, custom: bool) -> Nginx {
         let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-{name}"));
         let _ = std::fs::remove_dir_all(&prefix);
         std::fs::create_dir_all(prefix.join("logs")).expect("mkdir prefix");
         let port = free_port();
         let crs_conf = workspace_root().join("examples/crs.conf");
-        let custom = if custom {
-            CUSTOM_LOCATION.replace("UPSTREAM", &upstream.to_string())
+        let port2 = free_port();
+        let (custom, second) = if custom {
+            (
+                CUSTOM_LOCATION.replace("UPSTREAM", &upstream.to_string()),
+                SECOND_SERVER
+                    .replace("UPSTREAM", &upstream.to_string())
+                    .replace("PORT", &port2.to_string()),
+            )
         } else {
-            String::new()
+            (String::new(), String::new())
         };
         let conf = format!(
             r#"load_module {module};
@@ -233,10 +248,10 @@ http {{
     client_max_body_size 1m;
 
     waf on;
-    waf_rules_file {crs};
 
     server {{
         listen 127.0.0.1:{port};
+        waf_rules_file {crs};
         location / {{
             proxy_pass http://127.0.0.1:{upstream};
         }}
@@ -246,6 +261,7 @@ http {{
         }}
         {custom}
     }}
+    {second}
 }}
 "#,
             module = module().display(),
@@ -267,6 +283,7 @@ http {{
             child,
             prefix,
             port,
+            port2,
         };
         n.wait_ready();
         n
@@ -399,6 +416,20 @@ const CUSTOM_LOCATION: &str = r#"location /custom/ {
             proxy_pass http://127.0.0.1:UPSTREAM;
         }"#;
 
+/// A server with its own small rule set and no CRS (rules do not cross servers): redirect,
+/// drop, and a phase-3 rule (chained on an argument so that only one request trips it).
+const SECOND_SERVER: &str = r#"server {
+        listen 127.0.0.1:PORT;
+        waf_rules 'SecRuleEngine On
+                   SecRule ARGS:go "@streq away" "id:9201,phase:1,redirect:http://example.com/blocked"
+                   SecRule ARGS:cut "@streq now" "id:9202,phase:1,drop"
+                   SecRule ARGS:hdr "@streq 1" "id:9203,phase:3,deny,status:503,chain"
+                   SecRule RESPONSE_HEADERS:Content-Type "@contains text/html"';
+        location / {
+            proxy_pass http://127.0.0.1:UPSTREAM;
+        }
+    }"#;
+
 const SQLI_QUERY: &str = "/index.html?id=1%27%20OR%201%3D1--";
 
 #[test]
@@ -461,6 +492,21 @@ fn requests_are_inspected_in_every_phase() {
     assert_eq!(status, 200);
     assert!(body.contains("SQL syntax"));
 
+    // The second server: its own engine, without CRS.
+    let (status, _) = request(nginx.port2, "GET", SQLI_QUERY, b"");
+    assert_eq!(status, 200, "CRS leaked into the second server");
+    let resp = exchange(nginx.port2, "GET", "/?go=away", b"");
+    assert!(resp.starts_with("HTTP/1.1 302"), "{resp}");
+    assert!(
+        resp.contains("\r\nLocation: http://example.com/blocked\r\n"),
+        "{resp}"
+    );
+    let resp = exchange(nginx.port2, "GET", "/?cut=now", b"");
+    assert_eq!(resp, "", "drop must close the connection without an answer");
+    let (status, body) = request(nginx.port2, "GET", "/?hdr=1", b"");
+    assert_eq!(status, 503, "{body}");
+    assert!(!body.contains("hello upstream"));
+
     // Reports reach the error log at the log phase: the deciding rule and the rules that
     // logged (942100 is libinjection's SQLi detection, 951230 MySQL error leakage).
     let log = nginx.error_log();
@@ -468,6 +514,8 @@ fn requests_are_inspected_in_every_phase() {
         "status=403 rule=949110",
         "status=403 rule=959100",
         "status=409 rule=9101",
+        "status=302 rule=9201",
+        "status=503 rule=9203",
         "rules=942100,",
         "rules=951230,959100",
         "waf audit: {",
