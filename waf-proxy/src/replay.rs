@@ -117,19 +117,31 @@ impl ReplaySummary {
 /// Replays every request, writing one line per request (and rates when labels are
 /// present) to `out`.
 ///
-/// Errors: an unreadable file, a failure to write to `out`, `config` being set (not
-/// supported yet), or a rule set that does not compile. A malformed record is not an error:
+/// Errors: an unreadable file, a failure to write to `out`, an invalid `config`, or a rule
+/// set that does not compile. A malformed record is not an error:
 /// it gets an `error` line and is counted in [`ReplaySummary::errors`].
 pub fn run(opts: &ReplayOptions, out: &mut dyn Write) -> io::Result<ReplaySummary> {
-    if opts.config.is_some() {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "replay --config is not supported yet",
-        ));
-    }
-    let waf = match &opts.crs {
-        Some(dir) => profile::crs_waf(dir, 1, EngineMode::On),
-        None => profile::default_waf(EngineMode::On),
+    let waf = match (&opts.config, &opts.crs) {
+        (Some(_), Some(_)) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "replay takes --config or --crs, not both",
+            ))
+        }
+        (Some(path), None) => {
+            // The first host's profile, compiled exactly as the proxy compiles it.
+            let config = crate::config::Config::load(path)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let host = config.hosts.first().ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: no host", path.display()),
+                )
+            })?;
+            crate::state::build_waf(&host.waf)
+        }
+        (None, Some(dir)) => profile::crs_waf(dir, 1, EngineMode::On),
+        (None, None) => profile::default_waf(EngineMode::On),
     }
     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     run_with(&waf, &opts.files, out)

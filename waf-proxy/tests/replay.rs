@@ -163,14 +163,28 @@ fn crs_directory_replays_against_crs() {
 }
 
 #[test]
-fn config_option_is_not_supported_yet() {
+fn config_option_replays_against_the_first_hosts_profile() {
     let opts = ReplayOptions {
-        config: Some(fixture("proxy.toml")),
-        ..default_opts(&["replay.jsonl"])
+        config: Some(fixture("replay-proxy.toml")),
+        ..default_opts(&["replay-hello.jsonl"])
+    };
+    let (s, lines) = run(&opts);
+    let f = line(&lines, "h-1");
+    assert_eq!(f[1], "block 418", "{f:?}");
+    assert_eq!(f[2], "1001", "{f:?}");
+    assert_eq!(line(&lines, "h-2")[1], "pass");
+    assert_eq!(s.requests, 2);
+}
+
+#[test]
+fn config_and_crs_together_are_refused() {
+    let opts = ReplayOptions {
+        config: Some(fixture("replay-proxy.toml")),
+        crs: Some(fixture("nowhere")),
+        ..default_opts(&["replay-hello.jsonl"])
     };
     let err = replay::run(&opts, &mut Vec::new()).unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
-    assert_eq!(err.to_string(), "replay --config is not supported yet");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
 
 #[test]
