@@ -47,6 +47,10 @@
 
 #include "waf.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 
 /* Most response body bytes held back for inspection (1 MiB). */
 #define NGX_HTTP_WAF_MAX_RESPONSE_BUFFER  (1024 * 1024)
@@ -262,6 +266,13 @@ static void
 ngx_http_waf_engine_cleanup(void *data)
 {
     waf_engine_free(data);
+#if defined(__GLIBC__)
+    /*
+     * An engine is tens of MiB in many allocations; after a reload frees the old one,
+     * hand the free pages back so the master and new workers do not keep them.
+     */
+    malloc_trim(0);
+#endif
 }
 
 
