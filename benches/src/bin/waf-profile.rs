@@ -1,0 +1,24 @@
+//! A small bench-like program for `valgrind --tool=callgrind`: loads CRS once, then runs one
+//! request `N` times through `waf-core`.
+//!
+//! `waf-profile [REQUEST] [N] [PL]`, e.g. `waf-profile get_simple 200 1`; REQUEST is a name
+//! from [`waf_bench::requests`]. See `benches/PROFILE.md` for the command lines.
+use std::hint::black_box;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let name = args.next().unwrap_or_else(|| "get_simple".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let pl: u8 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let req = waf_bench::requests()
+        .into_iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no request named {name}"));
+    let waf = waf_bench::build_waf(pl);
+    let conn = waf_bench::connection();
+    let mut blocked = None;
+    for _ in 0..n {
+        blocked = waf_bench::run_ours(black_box(&waf), &conn, black_box(&req));
+    }
+    println!("{name} x{n} at PL{pl}: {blocked:?}");
+}
