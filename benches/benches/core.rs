@@ -14,12 +14,16 @@ fn transactions(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("crs_pl{pl}"));
         for req in waf_bench::requests() {
             let blocked = waf_bench::run_ours(&waf, &conn, &req);
-            assert_eq!(
-                blocked.is_some(),
-                req.attack || (pl == 4 && blocked.is_some()),
-                "{}: unexpected verdict at PL{pl}: {blocked:?}",
-                req.name
-            );
+            // PL1 must pass the benign requests and block the attack; at PL4 false
+            // positives on benign requests are CRS's business, so only the attack is checked.
+            if req.attack || pl == 1 {
+                assert_eq!(
+                    blocked.is_some(),
+                    req.attack,
+                    "{}: unexpected verdict at PL{pl}: {blocked:?}",
+                    req.name
+                );
+            }
             group.bench_function(req.name, |b| {
                 b.iter(|| waf_bench::run_ours(black_box(&waf), &conn, black_box(&req)))
             });
@@ -30,7 +34,9 @@ fn transactions(c: &mut Criterion) {
 
 fn load(c: &mut Criterion) {
     let mut group = c.benchmark_group("crs_load");
-    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
     for pl in [1u8, 4] {
         let config = waf_bench::config(pl);
         group.bench_function(format!("pl{pl}"), |b| {

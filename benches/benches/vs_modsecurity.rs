@@ -76,7 +76,11 @@ fn main() {
     for (name, ours, theirs) in &rows {
         let ratio = theirs / ours;
         min_ratio = min_ratio.min(ratio);
-        println!("| {name} | {} | {} | {ratio:.1}× |", human(*ours), human(*theirs));
+        println!(
+            "| {name} | {} | {} | {ratio:.1}× |",
+            human(*ours),
+            human(*theirs)
+        );
     }
     println!();
     println!("min ratio: {min_ratio:.1}");
@@ -85,9 +89,11 @@ fn main() {
 /// Criterion's median estimate (ns per iteration) of one benchmark, from the
 /// `estimates.json` it has just written.
 fn median_ns(out_dir: &Path, group: &str, function: &str) -> f64 {
-    let path = out_dir.join(group).join(function).join("new/estimates.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let path = out_dir
+        .join(group)
+        .join(function)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let v: serde_json::Value = serde_json::from_str(&text).expect("criterion writes JSON");
     v["median"]["point_estimate"]
         .as_f64()

@@ -45,7 +45,8 @@ struct Api {
     new_transaction: unsafe extern "C" fn(*mut Opaque, *mut Opaque, *mut c_void) -> *mut Opaque,
     process_connection:
         unsafe extern "C" fn(*mut Opaque, *const c_char, c_int, *const c_char, c_int) -> c_int,
-    process_uri: unsafe extern "C" fn(*mut Opaque, *const c_char, *const c_char, *const c_char) -> c_int,
+    process_uri:
+        unsafe extern "C" fn(*mut Opaque, *const c_char, *const c_char, *const c_char) -> c_int,
     add_n_request_header:
         unsafe extern "C" fn(*mut Opaque, *const c_uchar, usize, *const c_uchar, usize) -> c_int,
     process_request_headers: unsafe extern "C" fn(*mut Opaque) -> c_int,
@@ -179,7 +180,9 @@ impl ModSecurity {
         let n = unsafe { (self.api.rules_add_file)(self.rules, path.as_ptr(), &mut error) };
         if n < 0 {
             // SAFETY: on failure libmodsecurity sets `error` to a NUL-terminated string.
-            let msg = unsafe { CStr::from_ptr(error) }.to_string_lossy().into_owned();
+            let msg = unsafe { CStr::from_ptr(error) }
+                .to_string_lossy()
+                .into_owned();
             return Err(msg);
         }
         Ok(n)
