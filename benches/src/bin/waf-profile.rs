@@ -3,12 +3,37 @@
 //!
 //! Only the loop in `measured` is meant to be counted (`--toggle-collect='*measured*'`).
 //!
+//! `waf-profile --print-config PL` prints the benchmark's CRS configuration and
+//! `waf-profile --print-body REQUEST` a request body (used by `load/run.sh`).
+//!
 //! `waf-profile [REQUEST] [N] [PL]`, e.g. `waf-profile get_simple 200 1`; REQUEST is a name
 //! from [`waf_bench::requests`]. See `benches/PROFILE.md` for the command lines.
 use std::hint::black_box;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    // Helpers for `load/run.sh`, so the load benchmark uses the same configuration and
+    // bodies as the in-process benchmarks.
+    match args.peek().map(String::as_str) {
+        Some("--print-config") => {
+            let pl = args.nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+            print!("{}", waf_bench::config(pl));
+            return;
+        }
+        Some("--print-body") => {
+            let name = args.nth(1).unwrap_or_default();
+            let req = waf_bench::requests()
+                .into_iter()
+                .find(|r| r.name == name)
+                .unwrap_or_else(|| panic!("no request named {name}"));
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(&req.body)
+                .expect("stdout is writable");
+            return;
+        }
+        _ => {}
+    }
     let name = args.next().unwrap_or_else(|| "get_simple".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
     let pl: u8 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
