@@ -24,9 +24,10 @@ cargo fuzz build -O
 
 for t in "${TARGETS[@]}"; do
   mkdir -p "$CORPUS/$t"
-  if [ -d "regressions/$t" ] && [ -n "$(ls -A "regressions/$t")" ]; then
-    echo "fuzz: $t: regression inputs"
-    cargo fuzz run -O "$t" "regressions/$t"/* -- -runs=1
+  mapfile -t regressions < <(find "regressions/$t" -type f ! -name '.*' ! -name '*.md' 2>/dev/null | sort)
+  if [ ${#regressions[@]} -gt 0 ]; then
+    echo "fuzz: $t: ${#regressions[@]} regression inputs"
+    cargo fuzz run -O "$t" "${regressions[@]}" -- -runs=1
   fi
   echo "fuzz: $t: ${SECONDS_PER_TARGET} s"
   log="$CARGO_TARGET_DIR/fuzz-$t.log"
