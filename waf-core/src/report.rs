@@ -8,7 +8,8 @@ use crate::verdict::Intervention;
 pub struct Report {
     /// Unique id of the transaction (`UNIQUE_ID`).
     pub unique_id: String,
-    /// Every rule (chain) that matched, in the order it matched.
+    /// Every rule (chain) that matched, in the order it matched, except `nolog` rules that
+    /// do not disrupt (they only keep score).
     pub matched_rules: Vec<MatchedRule>,
     /// `TX.inbound_anomaly_score` (CRS), or 0.
     pub inbound_anomaly_score: i64,

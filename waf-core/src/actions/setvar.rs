@@ -82,7 +82,9 @@ impl SetVar {
             return Err(format!("setvar has an empty variable name in {text:?}"));
         }
         let collection = CollectionName::parse(col.trim())?;
-        let key = MacroString::parse(key)?;
+        // Keys are case-insensitive: lower-case the literal parts once, here (macro names
+        // are case-insensitive too).
+        let key = MacroString::parse(&key.to_ascii_lowercase())?;
         let op = match (delete, value) {
             (true, None) => SetVarOp::Delete,
             (true, Some(_)) => return Err(format!("setvar:!{text} cannot have a value")),

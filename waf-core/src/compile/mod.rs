@@ -8,6 +8,7 @@
 //! an exclusion that names nothing is a warning.
 
 mod config;
+pub(crate) mod prefilter;
 mod rule;
 
 use std::collections::HashMap;
@@ -32,6 +33,8 @@ pub(crate) struct Program {
     pub(crate) rules: Vec<Rule>,
     /// For each phase 1..=5 (index 0..=4), the steps in order.
     pub(crate) phases: [Vec<Step>; 5],
+    /// One prefilter per transformation chain (see [`prefilter`]).
+    pub(crate) prefilters: Vec<prefilter::Prefilter>,
     /// Number of distinct transformation-chain prefixes (cache key space).
     #[allow(dead_code)]
     pub(crate) prefix_count: u32,
@@ -224,7 +227,9 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         }
     }
 
+    let prefilters = prefilter::build(&mut rules);
     Ok(Program {
+        prefilters,
         config,
         rules,
         phases,
@@ -509,6 +514,7 @@ fn build_rule(
         skip: 0,
         effects: Vec::new(),
         chain: None,
+        prefilter: None,
     };
 
     // Default actions of the phase: transformations, logging, disruptive action, status.

@@ -50,6 +50,8 @@ pub(crate) struct Rule {
     pub(crate) effects: Vec<Effect>,
     /// The chained rule, if `chain`.
     pub(crate) chain: Option<Box<Rule>>,
+    /// The rule's place in the prefilter of its transformation chain, if it has one.
+    pub(crate) prefilter: Option<super::prefilter::PrefilterRef>,
 }
 
 /// Report metadata of a rule.

@@ -11,21 +11,33 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::eval::data::ValueKey;
+use crate::compile::prefilter::Prefilter;
+use crate::eval::data::{TxData, ValueKey};
 use crate::transformations::Transformation;
+use crate::variables::Variable;
 
-/// A multiplicative hasher for the small integer keys of the cache (SipHash would cost
-/// more than many transformations).
+/// A multiplicative (Fx-style) hasher for the engine's internal maps, whose keys are
+/// small integers or short variable names chosen by rule authors, not attackers (SipHash
+/// would cost more than many transformations).
 #[derive(Default)]
-pub(crate) struct IntHasher(u64);
+pub(crate) struct FastHasher(u64);
 
-impl Hasher for IntHasher {
+/// `HashMap` state using [`FastHasher`].
+pub(crate) type FastState = BuildHasherDefault<FastHasher>;
+
+impl Hasher for FastHasher {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
         }
     }
     fn write_u32(&mut self, n: u32) {
@@ -36,63 +48,201 @@ impl Hasher for IntHasher {
     }
 }
 
+/// Where a cached value lives: the raw value itself (every step so far left it
+/// unchanged) or a buffer in the arena.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Slot {
+    Raw,
+    Arena(usize),
+}
+
 /// Transformed values of one phase.
 #[derive(Debug, Default)]
 pub(crate) struct TransformCache {
-    /// `None`: this step left the value unchanged.
-    map: HashMap<(ValueKey, u32), Option<Vec<u8>>, BuildHasherDefault<IntHasher>>,
+    /// (value, chain prefix) → where the result is. Each entry is already resolved, so a
+    /// hit costs one lookup however long the chain.
+    map: HashMap<(ValueKey, u32), Slot, FastState>,
+    /// Values some step changed.
+    arena: Vec<Vec<u8>>,
+    /// (value, prefilter group) → offset of its bit set in `bits`.
+    prefiltered: HashMap<(ValueKey, u32), usize, FastState>,
+    bits: Vec<u64>,
+    /// (collection, prefilter group) → for each rule bit, the positions of the values
+    /// that passed the prefilter for it (see [`Candidates`]).
+    candidates: HashMap<(Variable, u32), Candidates, FastState>,
+}
+
+/// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
+/// are, in visiting order, the values whose literals enable rule bit `b`. A rule then
+/// visits only those, instead of every value of the collection: on a 10 KB JSON body that
+/// is a few values instead of hundreds per rule.
+#[derive(Debug, Default)]
+pub(crate) struct Candidates {
+    offsets: Vec<u32>,
+    positions: Vec<u32>,
+}
+
+impl Candidates {
+    /// The range of `positions` for `bit`.
+    pub(crate) fn range(&self, bit: u32) -> std::ops::Range<usize> {
+        let b = bit as usize;
+        match (self.offsets.get(b), self.offsets.get(b + 1)) {
+            (Some(&s), Some(&e)) => s as usize..e as usize,
+            _ => 0..0,
+        }
+    }
+
+    /// The position at index `i` of a range from [`Candidates::range`].
+    pub(crate) fn position(&self, i: usize) -> usize {
+        self.positions[i] as usize
+    }
 }
 
 impl TransformCache {
     pub(crate) fn clear(&mut self) {
         self.map.clear();
+        self.arena.clear();
+        self.prefiltered.clear();
+        self.bits.clear();
+        self.candidates.clear();
     }
 
-    /// `raw` after `chain`, reusing and filling the cache when the value has a key.
-    pub(crate) fn transform<'a>(
-        &'a mut self,
-        key: Option<ValueKey>,
-        raw: &'a [u8],
+    /// The candidate lists of `variable` for a prefilter group, if already built.
+    pub(crate) fn candidates(&self, variable: Variable, group: u32) -> Option<&Candidates> {
+        self.candidates.get(&(variable, group))
+    }
+
+    /// Builds the candidate lists of `variable` for `group`, whose rules use `chain`.
+    pub(crate) fn build_candidates(
+        &mut self,
+        data: &TxData,
+        variable: Variable,
+        group: u32,
         chain: &[Transformation],
         prefix_ids: &[u32],
-    ) -> Cow<'a, [u8]> {
-        if chain.is_empty() {
-            return Cow::Borrowed(raw);
+        prefilter: &Prefilter,
+    ) {
+        let len = data.indexed_len(variable).unwrap_or(0);
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for pos in 0..len {
+            let (Some(key), _, raw) = data.indexed(variable, pos) else {
+                continue;
+            };
+            let slot = self.transform_slot(key, raw, chain, prefix_ids);
+            let offset = self.prefilter_bits(key, slot, raw, group, prefilter);
+            for (w, &word) in self.bits[offset..offset + prefilter.words]
+                .iter()
+                .enumerate()
+            {
+                let mut x = word;
+                while x != 0 {
+                    let b = x.trailing_zeros();
+                    pairs.push((w as u32 * 64 + b, pos as u32));
+                    x &= x - 1;
+                }
+            }
         }
-        let Some(key) = key else {
-            return apply_all(raw, chain);
+        pairs.sort_by_key(|&(b, _)| b);
+        let nbits = prefilter.words * 64;
+        let mut offsets = vec![0u32; nbits + 1];
+        for &(b, _) in &pairs {
+            offsets[b as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let positions = pairs.into_iter().map(|(_, p)| p).collect();
+        self.candidates
+            .insert((variable, group), Candidates { offsets, positions });
+    }
+
+    /// Whether the prefilter of `group` lets the rule with `bit` see the value `key`
+    /// (transformed: `slot`). Scans once per (value, group) per phase.
+    pub(crate) fn prefilter_passes(
+        &mut self,
+        key: ValueKey,
+        slot: Slot,
+        raw: &[u8],
+        group: u32,
+        bit: u32,
+        prefilter: &Prefilter,
+    ) -> bool {
+        let offset = self.prefilter_bits(key, slot, raw, group, prefilter);
+        self.bits[offset + bit as usize / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// The offset in `bits` of the prefilter result of (value, group), scanning on a miss.
+    fn prefilter_bits(
+        &mut self,
+        key: ValueKey,
+        slot: Slot,
+        raw: &[u8],
+        group: u32,
+        prefilter: &Prefilter,
+    ) -> usize {
+        if let Some(&o) = self.prefiltered.get(&(key, group)) {
+            return o;
+        }
+        let offset = self.bits.len();
+        self.bits.resize(offset + prefilter.words, 0);
+        let input = match slot {
+            Slot::Raw => raw,
+            Slot::Arena(i) => &self.arena[i],
         };
+        prefilter.scan(input, &mut self.bits[offset..]);
+        self.prefiltered.insert((key, group), offset);
+        offset
+    }
+
+    /// Where `raw` after `chain` is, computing and caching it as needed (see
+    /// [`TransformCache::slice`]).
+    pub(crate) fn transform_slot(
+        &mut self,
+        key: ValueKey,
+        raw: &[u8],
+        chain: &[Transformation],
+        prefix_ids: &[u32],
+    ) -> Slot {
         let n = chain.len();
+        if n == 0 {
+            return Slot::Raw;
+        }
+        if let Some(&slot) = self.map.get(&(key, prefix_ids[n - 1])) {
+            return slot;
+        }
+        if self.map.capacity() == 0 {
+            self.map.reserve(256);
+        }
+        // The longest cached prefix, if any.
         let mut start = 0;
-        for i in (0..n).rev() {
-            if self.map.contains_key(&(key, prefix_ids[i])) {
+        let mut slot = Slot::Raw;
+        for i in (0..n - 1).rev() {
+            if let Some(&s) = self.map.get(&(key, prefix_ids[i])) {
                 start = i + 1;
+                slot = s;
                 break;
             }
         }
         for i in start..n {
-            let out = {
-                let input = self.resolve(key, &prefix_ids[..i], raw);
-                match chain[i].apply(input) {
-                    Cow::Borrowed(_) => None,
-                    Cow::Owned(v) => Some(v),
-                }
+            let changed = match chain[i].apply(self.slice(slot, raw)) {
+                Cow::Borrowed(_) => None,
+                Cow::Owned(v) => Some(v),
             };
-            self.map.insert((key, prefix_ids[i]), out);
+            if let Some(v) = changed {
+                self.arena.push(v);
+                slot = Slot::Arena(self.arena.len() - 1);
+            }
+            self.map.insert((key, prefix_ids[i]), slot);
         }
-        Cow::Borrowed(self.resolve(key, prefix_ids, raw))
+        slot
     }
 
-    /// The value after the chain identified by `prefix_ids` (all cached).
-    fn resolve<'a>(&'a self, key: ValueKey, prefix_ids: &[u32], raw: &'a [u8]) -> &'a [u8] {
-        for id in prefix_ids.iter().rev() {
-            match self.map.get(&(key, *id)) {
-                Some(Some(v)) => return v,
-                Some(None) => continue,
-                None => break,
-            }
+    /// The bytes of a slot from [`TransformCache::transform_slot`] for `raw`.
+    pub(crate) fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
+        match slot {
+            Slot::Raw => raw,
+            Slot::Arena(i) => &self.arena[i],
         }
-        raw
     }
 }
 

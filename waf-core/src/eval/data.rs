@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use crate::actions::ctl::BodyProcessor;
 use crate::actions::CollectionName;
+use crate::eval::cache::FastState;
 use crate::eval::store::Record;
 use crate::macros::MacroExpander;
 use crate::variables::{Selector, Variable};
@@ -135,11 +136,11 @@ pub(crate) struct TxData {
     pub(crate) inbound_data_error: bool,
 
     /// `TX`, keys lower-cased.
-    pub(crate) tx: HashMap<Vec<u8>, Vec<u8>>,
+    pub(crate) tx: HashMap<Vec<u8>, Vec<u8>, FastState>,
     /// Persistent collections loaded by `initcol`: (record key, record).
     pub(crate) collections: HashMap<CollectionName, (Vec<u8>, Record)>,
     /// `ENV`, keys lower-cased.
-    pub(crate) env: HashMap<Vec<u8>, Vec<u8>>,
+    pub(crate) env: HashMap<Vec<u8>, Vec<u8>, FastState>,
 
     pub(crate) matched_var: Vec<u8>,
     pub(crate) matched_var_name: Vec<u8>,
@@ -288,7 +289,7 @@ impl TxData {
                 }
             }
         };
-        let map = |m: &HashMap<Vec<u8>, Vec<u8>>, f: &mut Visit<'_>| match selector {
+        let map = |m: &HashMap<Vec<u8>, Vec<u8>, FastState>, f: &mut Visit<'_>| match selector {
             Selector::Key(k) => {
                 if let Some(v) = m.get(k) {
                     if !excluded(k) {
@@ -634,6 +635,55 @@ impl TxData {
                 }
             }
         }
+    }
+
+    /// For list-backed collections: how many values a full-collection target visits.
+    /// `None` for every other variable.
+    pub(crate) fn indexed_len(&self, variable: Variable) -> Option<usize> {
+        use Variable as V;
+        Some(match variable {
+            V::Args | V::ArgsNames => self.args_get.len() + self.args_post.len(),
+            V::ArgsGet | V::ArgsGetNames => self.args_get.len(),
+            V::ArgsPost | V::ArgsPostNames => self.args_post.len(),
+            V::RequestHeaders | V::RequestHeadersNames => self.request_headers.len(),
+            V::RequestCookies | V::RequestCookiesNames => self.cookies.len(),
+            _ => return None,
+        })
+    }
+
+    /// The `pos`-th value [`TxData::visit`] yields for `variable` with no selector, with
+    /// the same cache key, name and value. `pos` must be below [`TxData::indexed_len`].
+    pub(crate) fn indexed(
+        &self,
+        variable: Variable,
+        pos: usize,
+    ) -> (Option<ValueKey>, VarName<'_>, &[u8]) {
+        use Variable as V;
+        let get = self.args_get.len();
+        let (list, index, source, names): (&[Pair], usize, Source, bool) = match variable {
+            V::Args if pos < get => (&self.args_get, pos, Source::ArgGetValue, false),
+            V::Args => (&self.args_post, pos - get, Source::ArgPostValue, false),
+            V::ArgsNames if pos < get => (&self.args_get, pos, Source::ArgGetName, true),
+            V::ArgsNames => (&self.args_post, pos - get, Source::ArgPostName, true),
+            V::ArgsGet => (&self.args_get, pos, Source::ArgGetValue, false),
+            V::ArgsGetNames => (&self.args_get, pos, Source::ArgGetName, true),
+            V::ArgsPost => (&self.args_post, pos, Source::ArgPostValue, false),
+            V::ArgsPostNames => (&self.args_post, pos, Source::ArgPostName, true),
+            V::RequestHeaders => (&self.request_headers, pos, Source::HeaderValue, false),
+            V::RequestHeadersNames => (&self.request_headers, pos, Source::HeaderName, true),
+            V::RequestCookies => (&self.cookies, pos, Source::CookieValue, false),
+            _ => (&self.cookies, pos, Source::CookieName, true),
+        };
+        let p = &list[index];
+        let name = VarName {
+            variable,
+            key: Some(&p.key),
+        };
+        (
+            key_of(source, index),
+            name,
+            if names { &p.key } else { &p.value },
+        )
     }
 
     /// Number of values a `&VAR` target counts.

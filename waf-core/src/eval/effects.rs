@@ -35,10 +35,14 @@ impl TxState {
     }
 
     fn set_var(&mut self, s: &SetVar) {
-        let key = s.key.expand(&self.data).to_ascii_lowercase();
-        let value = match &s.op {
+        let mut key = s.key.expand(&self.data);
+        if key.iter().any(u8::is_ascii_uppercase) {
+            key = std::borrow::Cow::Owned(key.to_ascii_lowercase());
+        }
+        let num;
+        let value: Option<std::borrow::Cow<'_, [u8]>> = match &s.op {
             SetVarOp::Delete => None,
-            SetVarOp::Set(v) => Some(v.expand(&self.data).into_owned()),
+            SetVarOp::Set(v) => Some(v.expand(&self.data)),
             SetVarOp::Add(v) | SetVarOp::Sub(v) => {
                 let delta = parse_int(&v.expand(&self.data));
                 let current = self.var_value(s.collection, &key).map_or(0, parse_int);
@@ -47,21 +51,32 @@ impl TxState {
                 } else {
                     current.saturating_sub(delta)
                 };
-                Some(Num::new(i128::from(n)).as_bytes().to_vec())
+                num = Num::new(i128::from(n));
+                Some(std::borrow::Cow::Borrowed(num.as_bytes()))
             }
         };
         match s.collection {
             CollectionName::Tx => match value {
-                Some(v) => {
-                    self.data.tx.insert(key, v);
-                }
+                // Overwrite in place when the variable exists: no allocation.
+                Some(v) => match self.data.tx.get_mut(&*key) {
+                    Some(slot) => {
+                        slot.clear();
+                        slot.extend_from_slice(&v);
+                    }
+                    None => {
+                        let (k, v) = (key.into_owned(), v.into_owned());
+                        self.data.tx.insert(k, v);
+                    }
+                },
                 None => {
-                    self.data.tx.remove(&key);
+                    self.data.tx.remove(&*key);
                 }
             },
             col => {
                 // Persistent collections must be initialised with initcol first, as in
                 // ModSecurity; a setvar on an uninitialised one has nothing to change.
+                let value = value.map(std::borrow::Cow::into_owned);
+                let key = key.into_owned();
                 if let Some((_, rec)) = self.data.collections.get_mut(&col) {
                     match value {
                         Some(v) => {

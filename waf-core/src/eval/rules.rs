@@ -20,6 +20,7 @@ use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
 use crate::report::MatchedRule;
+use crate::variables::Selector;
 use crate::verdict::{DisruptiveAction, Intervention, Verdict};
 use crate::waf::EngineMode;
 
@@ -111,46 +112,96 @@ impl TxState {
             Some(op) => {
                 let data = &self.data;
                 let cache = &mut self.cache;
-                let removed: Vec<_> = self
-                    .removed_targets
-                    .iter()
-                    .filter(|(s, _)| selects(s, head))
-                    .map(|(_, t)| t)
-                    .collect();
+                let prefilter = rule.prefilter.and_then(|r| {
+                    self.program
+                        .prefilters
+                        .get(r.group as usize)
+                        .map(|p| (r, p))
+                });
+                let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
                     let excluded = |key: &[u8]| {
                         rule.exclusions
                             .iter()
                             .any(|(v, s)| *v == variable && s.matches(key))
-                            || removed
-                                .iter()
-                                .any(|t| t.variable == variable && t.selector.matches(key))
+                            || removed_targets.iter().any(|(s, t)| {
+                                t.variable == variable
+                                    && t.selector.matches(key)
+                                    && selects(s, head)
+                            })
                     };
-                    let mut check = |value: &[u8], name: &VarName<'_>| {
-                        let mut caps = Captures::default();
-                        let hit = op.operator.evaluate(
-                            value,
-                            data,
-                            if rule.capture && !op.negated {
-                                Some(&mut caps)
-                            } else {
-                                None
-                            },
-                        );
-                        if hit != op.negated {
-                            let mut rendered = Vec::new();
-                            name.render(&mut rendered);
-                            matches.push(Match {
-                                name: rendered,
-                                value: value.to_vec(),
-                                captures: (rule.capture && !op.negated).then_some(caps.groups),
+                    // Runs the operator on one value (unless its result is `known`) and
+                    // records a match; true when it matched.
+                    let mut check_known =
+                        |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
+                            let mut caps = Captures::default();
+                            let hit = known.unwrap_or_else(|| {
+                                op.operator.evaluate(
+                                    value,
+                                    data,
+                                    if rule.capture && !op.negated {
+                                        Some(&mut caps)
+                                    } else {
+                                        None
+                                    },
+                                )
                             });
-                            true
-                        } else {
-                            false
+                            if hit != op.negated {
+                                let mut rendered = Vec::new();
+                                name.render(&mut rendered);
+                                matches.push(Match {
+                                    name: rendered,
+                                    value: value.to_vec(),
+                                    captures: (rule.capture && !op.negated).then_some(caps.groups),
+                                });
+                                true
+                            } else {
+                                false
+                            }
+                        };
+                    // Big collections under a prefiltered, non-negated operator: visit only
+                    // the values whose literals let this rule match (see `Candidates`).
+                    if let Some((r, p)) = prefilter.filter(|_| {
+                        !rule.multi_match
+                            && !op.negated
+                            && !target.count
+                            && matches!(target.selector, Selector::All)
+                            && data.indexed_len(variable).is_some()
+                    }) {
+                        if cache.candidates(variable, r.group).is_none() {
+                            cache.build_candidates(
+                                data,
+                                variable,
+                                r.group,
+                                &rule.transformations,
+                                &rule.prefix_ids,
+                                p,
+                            );
                         }
-                    };
+                        let range = cache
+                            .candidates(variable, r.group)
+                            .map_or(0..0, |c| c.range(r.bit));
+                        for i in range {
+                            let pos = cache
+                                .candidates(variable, r.group)
+                                .map_or(0, |c| c.position(i));
+                            let (Some(key), name, raw) = data.indexed(variable, pos) else {
+                                continue;
+                            };
+                            if name.key.is_some_and(&excluded) {
+                                continue;
+                            }
+                            let slot = cache.transform_slot(
+                                key,
+                                raw,
+                                &rule.transformations,
+                                &rule.prefix_ids,
+                            );
+                            check_known(cache.slice(slot, raw), &name, None);
+                        }
+                        continue;
+                    }
                     if target.count {
                         let n = data.count(variable, &target.selector, &excluded);
                         let name = VarName {
@@ -159,7 +210,7 @@ impl TxState {
                         };
                         let num = Num::new(n as i128);
                         let value = super::cache::apply_all(num.as_bytes(), &rule.transformations);
-                        check(&value, &name);
+                        check_known(&value, &name, None);
                         continue;
                     }
                     data.visit(
@@ -170,7 +221,7 @@ impl TxState {
                             if rule.multi_match {
                                 // Run the operator on the value before and after each step that
                                 // changed it.
-                                if check(raw, &name) {
+                                if check_known(raw, &name, None) {
                                     return;
                                 }
                                 let mut value: Cow<'_, [u8]> = Cow::Borrowed(raw);
@@ -181,19 +232,34 @@ impl TxState {
                                     };
                                     if let Some(v) = next {
                                         value = Cow::Owned(v);
-                                        if check(&value, &name) {
+                                        if check_known(&value, &name, None) {
                                             return;
                                         }
                                     }
                                 }
-                            } else {
-                                let value = cache.transform(
+                            } else if let Some(key) = key {
+                                let slot = cache.transform_slot(
                                     key,
                                     raw,
                                     &rule.transformations,
                                     &rule.prefix_ids,
                                 );
-                                check(&value, &name);
+                                let known = match prefilter {
+                                    Some((r, p))
+                                        if !cache.prefilter_passes(
+                                            key, slot, raw, r.group, r.bit, p,
+                                        ) =>
+                                    {
+                                        // None of the rule's literals occurs, so its regex
+                                        // cannot match.
+                                        Some(false)
+                                    }
+                                    _ => None,
+                                };
+                                check_known(cache.slice(slot, raw), &name, known);
+                            } else {
+                                let value = super::cache::apply_all(raw, &rule.transformations);
+                                check_known(&value, &name, None);
                             }
                         },
                     );
@@ -228,6 +294,14 @@ impl TxState {
 
     /// Reports a matched chain and carries out its disruptive action.
     fn on_chain_matched(&mut self, rule: &Rule, phase: u8) -> Flow {
+        if let Some(sev) = rule.meta.severity {
+            self.data.highest_severity = self.data.highest_severity.min(sev.number());
+        }
+        // `nolog` rules that only pass (CRS's many initialisation and scoring rules) are
+        // not reported: building their record would cost more than running them.
+        if !rule.log && matches!(rule.disruptive, Disruptive::Pass | Disruptive::Block) {
+            return Flow::Next;
+        }
         let message = rule
             .meta
             .msg
@@ -238,9 +312,6 @@ impl TxState {
             .logdata
             .as_ref()
             .map(|m| String::from_utf8_lossy(&m.expand(&self.data)).into_owned());
-        if let Some(sev) = rule.meta.severity {
-            self.data.highest_severity = self.data.highest_severity.min(sev.number());
-        }
         let disruptive = !matches!(rule.disruptive, Disruptive::Pass);
         let matched_data_end = self.data.matched_var.len().min(DEFAULT_MATCHED_DATA_LEN);
         self.matched.push(MatchedRule {

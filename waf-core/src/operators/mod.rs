@@ -35,6 +35,7 @@ mod numeric;
 mod pm;
 mod pm_from_file;
 mod rx;
+mod rx_literals;
 mod streq;
 mod strmatch;
 mod unconditional_match;
@@ -194,6 +195,15 @@ impl Operator {
             _ => return Err(unsupported(name, &lower)),
         };
         Ok(op)
+    }
+
+    /// For the engine's prefilter: lower-cased literals such that the operator can only
+    /// match a value containing one of them (ignoring ASCII case). `None`: no such set.
+    pub(crate) fn required_literals(&self) -> Option<&[Vec<u8>]> {
+        match self {
+            Operator::Rx(rx) => rx.required_literals(),
+            _ => None,
+        }
     }
 
     /// Runs the operator on one (transformed) value. Macros in the argument are expanded

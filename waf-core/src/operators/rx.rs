@@ -48,14 +48,22 @@ use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
 #[derive(Debug)]
 pub(crate) struct Rx {
     regex: Regex,
+    /// Literals every match starts with (lower-cased), for the engine's prefilter.
+    literals: Option<Vec<Vec<u8>>>,
 }
 
 impl Rx {
     /// Compiles `pattern`.
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
-        Ok(Rx {
-            regex: compile_pattern(pattern)?,
-        })
+        let regex = compile_pattern(pattern)?;
+        let rewritten = rewrite_braced_hex(pattern);
+        let literals = super::rx_literals::required_literals(&rewritten, false);
+        Ok(Rx { regex, literals })
+    }
+
+    /// Lower-cased literals such that every match starts with one of them, if known.
+    pub(crate) fn required_literals(&self) -> Option<&[Vec<u8>]> {
+        self.literals.as_deref()
     }
 
     /// Matches `input`; fills `captures` on a match when asked.

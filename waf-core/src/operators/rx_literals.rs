@@ -1,0 +1,215 @@
+//! Literals that every match of an `@rx` pattern starts with, for the engine's prefilter.
+//!
+//! The engine runs one Aho-Corasick scan per (value, transformation chain) over the
+//! literals of every `@rx` rule that shares that chain, and runs a rule's regex only when
+//! one of its literals occurs. That is sound only if the literal set never misses a match
+//! (aho-corasick's "a prefilter never reports a false negative"), so this module returns
+//! `None` whenever it cannot promise that:
+//!
+//! - regex-syntax's prefix extractor gives, for a *finite* sequence, literals such that
+//!   every match begins with one of them; an infinite sequence or an empty literal means
+//!   no promise;
+//! - the scan is ASCII case-insensitive, so `(?i)` letters (`[Aa]` classes after
+//!   translation) are folded back to one lower-case literal before extraction, which keeps
+//!   the sequence small; folding only widens what the scan accepts, never narrows it.
+
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Capture, Class, Hir, HirKind, Repetition};
+use regex_syntax::ParserBuilder;
+
+/// Most literals kept for one pattern (past this the pattern gets no prefilter).
+const MAX_LITERALS: usize = 3000;
+
+/// The lower-cased literals every match starts with, or `None` when there is no such
+/// finite set.
+pub(crate) fn required_literals(pattern: &str, unicode: bool) -> Option<Vec<Vec<u8>>> {
+    let hir = ParserBuilder::new()
+        .unicode(unicode)
+        .utf8(false)
+        .dot_matches_new_line(true)
+        .multi_line(true)
+        .build()
+        .parse(pattern)
+        .ok()?;
+    let folded = fold_case(&hir);
+    let mut extractor = Extractor::new();
+    extractor
+        .kind(ExtractKind::Prefix)
+        .limit_class(4)
+        .limit_repeat(16)
+        .limit_literal_len(64)
+        .limit_total(MAX_LITERALS);
+    let seq = extractor.extract(&folded);
+    let prefixes = seq.literals().and_then(|literals| {
+        if literals.is_empty() || literals.iter().any(|l| l.as_bytes().is_empty()) {
+            return None;
+        }
+        Some(
+            literals
+                .iter()
+                .map(|l| l.as_bytes().to_vec())
+                .collect::<Vec<_>>(),
+        )
+    });
+    // Patterns that start with a class or an optional part have no finite prefix set, but
+    // most still require some literal somewhere (`[\s(]+select\b`): use that instead.
+    let best = match (prefixes, required_factors(&folded)) {
+        (Some(p), Some(f)) => Some(if score(&f) > score(&p) { f } else { p }),
+        (p, f) => p.or(f),
+    }?;
+    let mut out: Vec<Vec<u8>> = best.iter().map(|l| l.to_ascii_lowercase()).collect();
+    out.sort();
+    out.dedup();
+    (!out.is_empty() && out.len() <= MAX_LITERALS && out.iter().all(|l| !l.is_empty()))
+        .then_some(out)
+}
+
+/// How selective a literal set is: its shortest literal, then fewer literals.
+fn score(set: &[Vec<u8>]) -> (usize, std::cmp::Reverse<usize>) {
+    (
+        set.iter().map(Vec::len).min().unwrap_or(0),
+        std::cmp::Reverse(set.len()),
+    )
+}
+
+/// A set of literals at least one of which occurs in every match (anywhere, not only at
+/// the start), or `None`. Sound by construction: a concatenation needs every part, so any
+/// part's set will do; an alternation needs one branch, so it needs the union; a
+/// repetition needs its body only when it must occur at least once.
+fn required_factors(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        HirKind::Literal(lit) => (!lit.0.is_empty()).then(|| vec![lit.0.to_vec()]),
+        HirKind::Capture(cap) => required_factors(&cap.sub),
+        HirKind::Repetition(rep) if rep.min >= 1 => required_factors(&rep.sub),
+        HirKind::Concat(subs) => subs
+            .iter()
+            .filter_map(required_factors)
+            .max_by_key(|set| score(set)),
+        HirKind::Alternation(subs) => {
+            let mut all = Vec::new();
+            for sub in subs {
+                all.extend(required_factors(sub)?);
+                if all.len() > MAX_LITERALS {
+                    return None;
+                }
+            }
+            Some(all)
+        }
+        _ => None,
+    }
+}
+
+/// Replaces every class that is exactly `{x, X}` for one ASCII letter by the literal `x`.
+fn fold_case(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Class(class) => match ascii_case_pair(class) {
+            Some(b) => Hir::literal([b]),
+            None => hir.clone(),
+        },
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(fold_case).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(fold_case).collect()),
+        HirKind::Repetition(rep) => Hir::repetition(Repetition {
+            sub: Box::new(fold_case(&rep.sub)),
+            ..rep.clone()
+        }),
+        HirKind::Capture(cap) => Hir::capture(Capture {
+            sub: Box::new(fold_case(&cap.sub)),
+            ..cap.clone()
+        }),
+        _ => hir.clone(),
+    }
+}
+
+fn ascii_case_pair(class: &Class) -> Option<u8> {
+    let ranges: Vec<(u32, u32)> = match class {
+        Class::Bytes(c) => c
+            .ranges()
+            .iter()
+            .map(|r| (u32::from(r.start()), u32::from(r.end())))
+            .collect(),
+        Class::Unicode(c) => c
+            .ranges()
+            .iter()
+            .map(|r| (u32::from(r.start()), u32::from(r.end())))
+            .collect(),
+    };
+    match ranges.as_slice() {
+        [(a, a2), (b, b2)] if a == a2 && b == b2 => {
+            let (a, b) = (u8::try_from(*a).ok()?, u8::try_from(*b).ok()?);
+            (a.is_ascii_uppercase() && b == a.to_ascii_lowercase()).then_some(b)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lits(p: &str) -> Option<Vec<String>> {
+        required_literals(p, false).map(|v| {
+            v.into_iter()
+                .map(|l| String::from_utf8(l).unwrap())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn alternations_and_case() {
+        assert_eq!(lits("(?i)union\\s+select"), Some(vec!["select".into()]));
+        assert_eq!(
+            lits("(?i)Union[ab]"),
+            Some(vec!["uniona".into(), "unionb".into()])
+        );
+        let l = lits("(?i:<script|javascript:)").unwrap();
+        assert!(l.contains(&"<script".to_string()) && l.contains(&"javascript:".to_string()));
+    }
+
+    #[test]
+    fn inner_literals_when_there_is_no_prefix() {
+        assert_eq!(lits("(?i)[\\s(]+select\\b"), Some(vec!["select".into()]));
+        assert_eq!(
+            lits("(?:^|[^a-z])(?:cat|ls)\\s"),
+            Some(vec!["cat".into(), "ls".into()])
+        );
+        assert_eq!(lits("[a-z]*x?"), None);
+    }
+
+    #[test]
+    fn no_promise_without_a_finite_set() {
+        assert_eq!(lits(".*"), None);
+        assert_eq!(lits("a*"), None);
+        assert_eq!(lits("^$"), None);
+        assert_eq!(lits("[^a]"), None);
+    }
+
+    #[test]
+    fn every_match_contains_a_literal() {
+        let cases = [
+            (
+                "(?i)(?:\\bselect\\b|\\bunion\\b)",
+                &["SELECT x", "x Union y"][..],
+            ),
+            ("(?i)on(?:error|load)\\s*=", &["ONLOAD =", "onerror="]),
+            ("\\x22?\\x24Version", &["$Version", "\"$Version"]),
+            ("(?i)[\\s(]+(?:select|union)\\b", &[" SELECT", "((union"]),
+            ("(?:^|;)\\s*(?:cat|ls)\\b", &["cat", ";  ls"]),
+        ];
+        for (p, inputs) in cases {
+            let l = required_literals(p, false).unwrap();
+            let re = regex::bytes::RegexBuilder::new(p)
+                .unicode(false)
+                .build()
+                .unwrap();
+            for input in inputs {
+                assert!(re.is_match(input.as_bytes()));
+                let lower = input.to_ascii_lowercase();
+                assert!(
+                    l.iter()
+                        .any(|lit| lower.as_bytes().windows(lit.len()).any(|w| w == &lit[..])),
+                    "{p} on {input}: {l:?}"
+                );
+            }
+        }
+    }
+}
