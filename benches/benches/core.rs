@@ -12,6 +12,9 @@ fn transactions(c: &mut Criterion) {
     for pl in [1u8, 4] {
         let waf = waf_bench::build_waf(pl);
         let mut group = c.benchmark_group(format!("crs_pl{pl}"));
+        // Ten samples: the 100 KB JSON body takes seconds per transaction on a loaded
+        // machine; the small requests still get thousands of iterations per sample.
+        group.sample_size(10);
         for req in waf_bench::requests() {
             let blocked = waf_bench::run_ours(&waf, &conn, &req);
             // PL1 must pass the benign requests and block the attack; at PL4 false

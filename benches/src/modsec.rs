@@ -27,6 +27,14 @@ struct Intervention {
 
 type Opaque = c_void;
 
+/// `ModSecLogCb`: `void (*)(void *data, const void *message)`.
+type LogCallback = unsafe extern "C" fn(*mut c_void, *const c_void);
+
+/// Drops rule messages. Without a callback libmodsecurity prints every match to stdout
+/// ("Server log callback is not set"), which would charge it for terminal I/O; waf-core
+/// writes no log either (it builds a `Report`).
+unsafe extern "C" fn discard_log(_data: *mut c_void, _message: *const c_void) {}
+
 extern "C" {
     /// libc's `free`, for the strings `msc_intervention` allocates.
     fn free(p: *mut c_void);
@@ -37,6 +45,7 @@ extern "C" {
 struct Api {
     init: unsafe extern "C" fn() -> *mut Opaque,
     set_connector_info: unsafe extern "C" fn(*mut Opaque, *const c_char),
+    set_log_cb: unsafe extern "C" fn(*mut Opaque, LogCallback),
     cleanup: unsafe extern "C" fn(*mut Opaque),
     create_rules_set: unsafe extern "C" fn() -> *mut Opaque,
     rules_add: unsafe extern "C" fn(*mut Opaque, *const c_char, *mut *const c_char) -> c_int,
@@ -83,6 +92,7 @@ impl Api {
         Ok(Api {
             init: sym!(b"msc_init"),
             set_connector_info: sym!(b"msc_set_connector_info"),
+            set_log_cb: sym!(b"msc_set_log_cb"),
             cleanup: sym!(b"msc_cleanup"),
             create_rules_set: sym!(b"msc_create_rules_set"),
             rules_add: sym!(b"msc_rules_add"),
@@ -152,6 +162,7 @@ impl ModSecurity {
                 return Err("msc_init returned null".into());
             }
             (api.set_connector_info)(msc, c"waf-bench".as_ptr());
+            (api.set_log_cb)(msc, discard_log);
             let rules = (api.create_rules_set)();
             if rules.is_null() {
                 (api.cleanup)(msc);

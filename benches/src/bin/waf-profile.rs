@@ -6,8 +6,9 @@
 //! `waf-profile --print-config PL` prints the benchmark's CRS configuration and
 //! `waf-profile --print-body REQUEST` a request body (used by `load/run.sh`).
 //!
-//! `waf-profile [REQUEST] [N] [PL]`, e.g. `waf-profile get_simple 200 1`; REQUEST is a name
-//! from [`waf_bench::requests`]. See `benches/PROFILE.md` for the command lines.
+//! `waf-profile [REQUEST] [N] [PL] [ours|modsec]`, e.g. `waf-profile get_simple 200 1`;
+//! REQUEST is a name from [`waf_bench::requests`]; `modsec` runs libmodsecurity instead,
+//! for instruction counts that machine load does not skew. See `benches/PROFILE.md` for the command lines.
 use std::hint::black_box;
 
 fn main() {
@@ -37,30 +38,41 @@ fn main() {
     let name = args.next().unwrap_or_else(|| "get_simple".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
     let pl: u8 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let engine = args.next().unwrap_or_else(|| "ours".into());
     let req = waf_bench::requests()
         .into_iter()
         .find(|r| r.name == name)
         .unwrap_or_else(|| panic!("no request named {name}"));
-    let waf = waf_bench::build_waf(pl);
     let conn = waf_bench::connection();
-    // One warm-up transaction outside `measured`: the regex caches and other lazily built
-    // state are made there, so `--toggle-collect='*measured*'` counts steady-state cost.
-    waf_bench::run_ours(&waf, &conn, &req);
-    let blocked = measured(&waf, &conn, &req, n);
-    println!("{name} x{n} at PL{pl}: {blocked:?}");
+    let blocked = match engine.as_str() {
+        "ours" => {
+            let waf = waf_bench::build_waf(pl);
+            // One warm-up transaction outside `measured`: the regex caches and other
+            // lazily built state are made there, so `--toggle-collect='*measured*'` counts
+            // steady-state cost.
+            waf_bench::run_ours(&waf, &conn, &req);
+            measured(n, || {
+                waf_bench::run_ours(black_box(&waf), &conn, black_box(&req))
+            })
+        }
+        "modsec" => {
+            let modsec = waf_bench::modsec::ModSecurity::new(&waf_bench::config(pl))
+                .unwrap_or_else(|e| panic!("libmodsecurity: {e}"));
+            let prepared = waf_bench::modsec::PreparedRequest::new(&req);
+            modsec.run(&prepared);
+            measured(n, || modsec.run(black_box(&prepared)))
+        }
+        other => panic!("engine is ours or modsec, not {other}"),
+    };
+    println!("{name} x{n} at PL{pl} ({engine}): {blocked:?}");
 }
 
 /// The measured loop; callgrind collects only inside it.
 #[inline(never)]
-fn measured(
-    waf: &waf_core::Waf,
-    conn: &waf_core::ConnectionInfo,
-    req: &waf_bench::Request,
-    n: usize,
-) -> Option<u16> {
+fn measured(n: usize, mut run: impl FnMut() -> Option<u16>) -> Option<u16> {
     let mut blocked = None;
     for _ in 0..n {
-        blocked = waf_bench::run_ours(black_box(waf), conn, black_box(req));
+        blocked = run();
     }
     blocked
 }
