@@ -126,16 +126,8 @@ fuzz_target!(
         match (stage, op) {
             (0, Op::Header(k, v)) => request_headers.push((k, v)),
             (2, Op::Header(k, v)) => response_headers.push((k, v)),
-            (1, Op::Chunk(c)) => {
-                if tx.wants_request_body() {
-                    last = tx.request_body(&c);
-                }
-            }
-            (3, Op::Chunk(c)) => {
-                if tx.wants_response_body() {
-                    last = tx.response_body(&c);
-                }
-            }
+            (1, Op::Chunk(c)) if tx.wants_request_body() => last = tx.request_body(&c),
+            (3, Op::Chunk(c)) if tx.wants_response_body() => last = tx.response_body(&c),
             (0, Op::Advance) => {
                 let h: Vec<(&[u8], &[u8])> = request_headers
                     .iter()
