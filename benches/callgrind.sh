@@ -3,6 +3,7 @@
 # top functions by self and inclusive instructions (self costs merged over inlined files).
 #
 #   benches/callgrind.sh [PL] [OUT_DIR] [REQUEST...]
+#   ENGINE=modsec benches/callgrind.sh ...   # libmodsecurity instead (apt-get install libmodsecurity3)
 #
 # Builds `waf-profile` (release, debug info), runs each request once to warm up, then N
 # times under `--toggle-collect='*measured*'`, and prints `request: Ir per transaction`.
@@ -10,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PL="${1:-1}"
+ENGINE="${ENGINE:-ours}"
 OUT="${2:-${CARGO_TARGET_DIR:-target}/callgrind}"
 shift 2 2>/dev/null || shift $#
 REQUESTS=("$@")
@@ -20,15 +22,15 @@ BIN="${CARGO_TARGET_DIR:-target}/release/waf-profile"
 for r in "${REQUESTS[@]}"; do
   n=10
   case "$r" in post_json_100k) n=1 ;; post_json_10k | post_form_10k) n=3 ;; esac
-  valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.pl$PL.$r.out" \
-    --toggle-collect='*measured*' "$BIN" "$r" "$n" "$PL" >"$OUT/cg.pl$PL.$r.log" 2>&1
-  ir=$(sed -n 's/.*I *refs: *//p' "$OUT/cg.pl$PL.$r.log" | tr -d ,)
-  echo "$r: $((ir / n)) Ir per transaction (PL$PL, mean of $n)"
+  valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.pl$PL.$r.$ENGINE.out" \
+    --toggle-collect='*measured*' "$BIN" "$r" "$n" "$PL" "$ENGINE" >"$OUT/cg.pl$PL.$r.$ENGINE.log" 2>&1
+  ir=$(sed -n 's/.*I *refs: *//p' "$OUT/cg.pl$PL.$r.$ENGINE.log" | tr -d ,)
+  echo "$r ($ENGINE): $((ir / n)) Ir per transaction (PL$PL, mean of $n)"
 done
 
 # Top functions of each profile: self cost merged per function name, and inclusive cost.
 for r in "${REQUESTS[@]}"; do
-  f="$OUT/cg.pl$PL.$r.out"
+  f="$OUT/cg.pl$PL.$r.$ENGINE.out"
   echo
   echo "== $r (PL$PL): top 25 functions by self instructions"
   callgrind_annotate --inclusive=no --auto=no --threshold=100 "$f" 2>/dev/null | python3 -c '
