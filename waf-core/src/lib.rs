@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use std::time::SystemTime;
-//! use waf_core::{ConnectionInfo, RequestHead, Verdict, Waf};
+//! use waf_core::{ConnectionInfo, RequestHead, Waf};
 //!
 //! let waf = Waf::builder()
 //!     .seclang(
@@ -33,9 +33,10 @@
 //! let mut tx = waf.transaction(&conn, SystemTime::UNIX_EPOCH);
 //! let headers: &[(&[u8], &[u8])] = &[(b"Host", b"example.com")];
 //! let head = RequestHead::new(b"GET", b"/?q=1%20UNION%20SELECT%20password", b"HTTP/1.1", headers);
-//! match tx.request_headers(&head) {
-//!     Verdict::Intervene(i) => assert_eq!(i.status, 403),
-//!     Verdict::Continue => panic!("expected a block"),
+//! let verdict = tx.request_headers(&head);
+//! match verdict.intervention() {
+//!     Some(i) => assert_eq!(i.status, 403), // answer with i.status, skip the handler
+//!     None => panic!("expected a block"),
 //! }
 //! let report = tx.finish();
 //! assert_eq!(report.matched_rules[0].id, 1);
@@ -57,6 +58,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod host;
 pub mod limits;
 
 mod actions;

@@ -216,6 +216,20 @@ fn exclusion_that_matches_nothing_warns() {
 }
 
 #[test]
+fn ctl_exclusion_that_matches_nothing_warns() {
+    let w = waf(&format!(
+        "{ON}SecRule ARGS \"@contains x\" \"id:1,phase:1,deny,tag:t1\"\n\
+         SecAction \"id:2,phase:1,pass,nolog,ctl:ruleRemoveById=5000,ctl:ruleRemoveByTag=t1,ctl:ruleRemoveTargetByTag=nope;ARGS:a\""
+    ));
+    let messages: Vec<String> = w.warnings().iter().map(|w| w.message.clone()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].contains("5000") && messages[1].contains("nope"),
+        "{messages:?}"
+    );
+}
+
+#[test]
 fn counts_and_numbers() {
     let w = waf(&format!("{ON}SecRule &ARGS \"@gt 2\" \"id:1,phase:1,deny\"\nSecRule &REQUEST_HEADERS:X-Missing \"@eq 0\" \"id:2,phase:1,pass\""));
     let o = get(&w, "/?a=1&b=2");
@@ -333,6 +347,11 @@ fn load_errors_carry_file_line_and_column() {
         ("SecRule ARGS \"@rx x\" \"phase:1\"\n", 1, "id"),
         ("SecRule ARGS \"@rx x\" \"id:1,chain\"\n", 1, "chain"),
         ("SecRule ARGS \"@rx (\" \"id:1\"\n", 1, "regex"),
+        (
+            "\nSecRule GEO:country_code \"@streq XX\" \"id:1\"\n",
+            2,
+            "GEO",
+        ),
     ];
     for (text, line, needle) in cases {
         let err = Waf::builder()

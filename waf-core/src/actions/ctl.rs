@@ -59,6 +59,29 @@ pub(crate) enum RuleSelector {
     Msg(String),
 }
 
+impl std::fmt::Display for RuleSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuleSelector::Ids(ranges) => {
+                f.write_str("rule id ")?;
+                for (i, r) in ranges.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    if r.start == r.end {
+                        write!(f, "{}", r.start)?;
+                    } else {
+                        write!(f, "{}-{}", r.start, r.end)?;
+                    }
+                }
+                Ok(())
+            }
+            RuleSelector::Tag(t) => write!(f, "tag {t:?}"),
+            RuleSelector::Msg(m) => write!(f, "msg {m:?}"),
+        }
+    }
+}
+
 /// A compiled `ctl` option.
 #[derive(Clone, Debug)]
 pub(crate) enum Ctl {

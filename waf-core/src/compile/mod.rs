@@ -227,6 +227,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         }
     }
 
+    warn_unmatched_ctl_exclusions(&rules, &mut warnings);
     let prefilters = prefilter::build(&mut rules);
     Ok(Program {
         prefilters,
@@ -238,6 +239,38 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         store: Default::default(),
         serial: Default::default(),
     })
+}
+
+/// A `ctl:ruleRemove*` that selects no rule of the whole set has no effect: say so at load.
+fn warn_unmatched_ctl_exclusions(rules: &[Rule], warnings: &mut Vec<Warning>) {
+    use crate::actions::ctl::Ctl;
+    use crate::actions::Effect;
+    fn ctls<'r>(rule: &'r Rule, out: &mut Vec<(&'r Span, &'r Ctl)>) {
+        for e in &rule.effects {
+            if let Effect::Ctl(c) = e {
+                out.push((&rule.span, c));
+            }
+        }
+        if let Some(child) = &rule.chain {
+            ctls(child, out);
+        }
+    }
+    let mut all = Vec::new();
+    for rule in rules {
+        ctls(rule, &mut all);
+    }
+    for (span, ctl) in all {
+        let selector = match ctl {
+            Ctl::RuleRemove(s) | Ctl::RuleRemoveTarget(s, _) => s,
+            _ => continue,
+        };
+        if !rules.iter().any(|r| crate::eval::selects(selector, r)) {
+            warnings.push(Warning {
+                location: Some(Location::from_span(span)),
+                message: format!("ctl exclusion by {selector} matches no rule"),
+            });
+        }
+    }
 }
 
 /// Reads id, phase, tags and msg of a draft (needed by removal and update directives).
@@ -671,6 +704,20 @@ fn build_rule(
     Ok(rule)
 }
 
+/// Variables this engine never fills: a rule on them would silently never match, so they
+/// fail the load instead.
+fn unsupported_variable(variable: Variable) -> Option<&'static str> {
+    use Variable as V;
+    Some(match variable {
+        V::Geo => "needs @geoLookup, which is not supported",
+        V::FilesTmpNames | V::FilesTmpContent => "uploaded files are not stored on disk",
+        V::FullRequest => "the raw request is not kept",
+        V::AuthType | V::RemoteUser => "the engine does not see HTTP authentication results",
+        V::SessionId | V::UserId => "setsid/setuid are not supported",
+        _ => return None,
+    })
+}
+
 /// A target's variable and key selector.
 fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
     let variable = Variable::from_name(&v.name).ok_or_else(|| {
@@ -680,6 +727,13 @@ fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
             format!("unknown variable {}", v.name),
         )
     })?;
+    if let Some(why) = unsupported_variable(variable) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            Some(&v.span),
+            format!("unsupported variable {}: {why}", variable.name()),
+        ));
+    }
     let selector = match &v.selector {
         None => Selector::All,
         Some(crate::seclang::SelectorAst::Key(k)) => {

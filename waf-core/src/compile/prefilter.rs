@@ -47,26 +47,38 @@ pub(crate) struct PrefilterRef {
     pub(crate) bit: u32,
 }
 
+/// A prefilter being built: its index, literal → rule bits, and the number of bits.
+#[derive(Default)]
+struct GroupDraft {
+    index: u32,
+    literals: HashMap<Vec<u8>, Vec<u32>>,
+    bits: u32,
+}
+
 /// Gives every eligible rule (chained ones too) a [`PrefilterRef`] and builds the
 /// automata.
 pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
-    // chain key → (group index, literal → bits)
-    let mut groups: HashMap<u32, (u32, HashMap<Vec<u8>, Vec<u32>>, u32)> = HashMap::new();
-    fn visit(rule: &mut Rule, groups: &mut HashMap<u32, (u32, HashMap<Vec<u8>, Vec<u32>>, u32)>) {
+    // Keyed by the chain's last prefix id (`u32::MAX`: no transformation).
+    let mut groups: HashMap<u32, GroupDraft> = HashMap::new();
+    fn visit(rule: &mut Rule, groups: &mut HashMap<u32, GroupDraft>) {
         if let Some(op) = &rule.operator {
             if !rule.multi_match {
                 if let Some(literals) = op.operator.required_literals() {
                     let chain_key = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
                     let next_group = groups.len() as u32;
-                    let (group, lits, count) = groups
-                        .entry(chain_key)
-                        .or_insert_with(|| (next_group, HashMap::new(), 0));
-                    let bit = *count;
-                    *count += 1;
+                    let draft = groups.entry(chain_key).or_insert_with(|| GroupDraft {
+                        index: next_group,
+                        ..GroupDraft::default()
+                    });
+                    let bit = draft.bits;
+                    draft.bits += 1;
                     for l in literals {
-                        lits.entry(l.clone()).or_default().push(bit);
+                        draft.literals.entry(l.clone()).or_default().push(bit);
                     }
-                    rule.prefilter = Some(PrefilterRef { group: *group, bit });
+                    rule.prefilter = Some(PrefilterRef {
+                        group: draft.index,
+                        bit,
+                    });
                 }
             }
         }
@@ -78,8 +90,9 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
         visit(rule, &mut groups);
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
-    for (_, (group, lits, count)) in groups {
-        let mut lits: Vec<(Vec<u8>, Vec<u32>)> = lits.into_iter().collect();
+    for (_, draft) in groups {
+        let (group, count) = (draft.index, draft.bits);
+        let mut lits: Vec<(Vec<u8>, Vec<u32>)> = draft.literals.into_iter().collect();
         lits.sort();
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)

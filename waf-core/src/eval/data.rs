@@ -144,8 +144,11 @@ pub(crate) struct TxData {
 
     pub(crate) matched_var: Vec<u8>,
     pub(crate) matched_var_name: Vec<u8>,
-    /// `MATCHED_VARS`: key = variable name (`ARGS:foo`), value = matched value.
-    pub(crate) matched_vars: Vec<Pair>,
+    /// `MATCHED_VARS` of the current rule: (name, value) ranges into `matched_buf`; the
+    /// name is the variable name (`ARGS:foo`). Flat, so a match allocates nothing once the
+    /// buffers have grown.
+    pub(crate) matched_vars: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    pub(crate) matched_buf: Vec<u8>,
     pub(crate) highest_severity: u8,
     pub(crate) rule_id: u64,
     pub(crate) duration_micros: u64,
@@ -465,30 +468,22 @@ impl TxData {
                     }
                 }
             }
-            V::MatchedVars => {
-                for p in &self.matched_vars {
-                    if selector.matches(&p.key) && !excluded(&p.key) {
+            V::MatchedVars | V::MatchedVarsNames => {
+                for (name, value) in &self.matched_vars {
+                    let key = &self.matched_buf[name.clone()];
+                    let value = &self.matched_buf[value.clone()];
+                    if selector.matches(key) && !excluded(key) {
                         f(
                             None,
                             VarName {
                                 variable,
-                                key: Some(&p.key),
+                                key: Some(key),
                             },
-                            &p.value,
-                        );
-                    }
-                }
-            }
-            V::MatchedVarsNames => {
-                for p in &self.matched_vars {
-                    if selector.matches(&p.key) && !excluded(&p.key) {
-                        f(
-                            None,
-                            VarName {
-                                variable,
-                                key: Some(&p.key),
+                            if variable == V::MatchedVars {
+                                value
+                            } else {
+                                key
                             },
-                            &p.key,
                         );
                     }
                 }

@@ -9,6 +9,8 @@ pub(crate) mod data;
 mod effects;
 mod request;
 mod rules;
+
+pub(crate) use rules::selects;
 pub(crate) mod store;
 mod time;
 
@@ -60,6 +62,7 @@ pub(crate) struct TxState {
     matched: Vec<MatchedRule>,
     request_body_over_limit: bool,
     response_body_over_limit: bool,
+    scratch: rules::MatchScratch,
 }
 
 impl TxState {
@@ -108,6 +111,7 @@ impl TxState {
             matched: Vec::new(),
             request_body_over_limit: false,
             response_body_over_limit: false,
+            scratch: rules::MatchScratch::default(),
         }
     }
 

@@ -11,11 +11,12 @@
 //!   would-be intervention is recorded and evaluation goes on.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use crate::actions::ctl::RuleSelector;
 use crate::actions::{AllowScope, Disruptive};
 use crate::compile::{Rule, Step};
-use crate::eval::data::{Num, Pair, VarName};
+use crate::eval::data::{Num, VarName};
 use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
@@ -24,12 +25,58 @@ use crate::variables::Selector;
 use crate::verdict::{DisruptiveAction, Intervention, Verdict};
 use crate::waf::EngineMode;
 
-/// One matching value, kept until the rule's targets are all evaluated.
-struct Match {
-    name: Vec<u8>,
-    value: Vec<u8>,
-    captures: Option<Vec<Vec<u8>>>,
+/// The matches of the rule being evaluated, kept until its targets are all evaluated.
+/// Names, values and captures live in one byte buffer that keeps its capacity across
+/// rules, so matching allocates nothing in the steady state.
+#[derive(Debug, Default)]
+pub(super) struct MatchScratch {
+    buf: Vec<u8>,
+    matches: Vec<MatchRec>,
+    captures: Vec<Range<usize>>,
+    caps: Captures,
 }
+
+/// One matching value: ranges into [`MatchScratch::buf`].
+#[derive(Clone, Debug)]
+struct MatchRec {
+    name: Range<usize>,
+    value: Range<usize>,
+    /// Range into [`MatchScratch::captures`] (empty without `capture`).
+    captures: Range<usize>,
+}
+
+impl MatchScratch {
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.matches.clear();
+        self.captures.clear();
+    }
+
+    fn push(&mut self, name: &VarName<'_>, value: &[u8], captured: bool) {
+        let start = self.buf.len();
+        name.render(&mut self.buf);
+        let name = start..self.buf.len();
+        self.buf.extend_from_slice(value);
+        let value = name.end..self.buf.len();
+        let first = self.captures.len();
+        if captured {
+            for g in &self.caps.groups {
+                let s = self.buf.len();
+                self.buf.extend_from_slice(g);
+                self.captures.push(s..self.buf.len());
+            }
+        }
+        self.matches.push(MatchRec {
+            name,
+            value,
+            captures: first..self.captures.len(),
+        });
+    }
+}
+
+/// Collections with fewer values are visited value by value: building candidate lists
+/// costs more than it saves for a handful of headers or query arguments.
+const CANDIDATE_LISTS_FROM: usize = 16;
 
 /// What the loop does after a matched rule.
 enum Flow {
@@ -68,6 +115,7 @@ impl TxState {
                 continue;
             }
             self.data.matched_vars.clear();
+            self.data.matched_buf.clear();
             self.data.rule_id = rule.id;
             if !self.eval_rule(rule, rule) {
                 continue;
@@ -102,12 +150,13 @@ impl TxState {
     /// Evaluates `rule` (the starter or a chained rule of `head`); true when it and its
     /// chain matched.
     fn eval_rule(&mut self, rule: &Rule, head: &Rule) -> bool {
-        let mut matches: Vec<Match> = Vec::new();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
         match &rule.operator {
-            None => matches.push(Match {
-                name: Vec::new(),
-                value: Vec::new(),
-                captures: None,
+            None => scratch.matches.push(MatchRec {
+                name: 0..0,
+                value: 0..0,
+                captures: 0..0,
             }),
             Some(op) => {
                 let data = &self.data;
@@ -133,28 +182,22 @@ impl TxState {
                     };
                     // Runs the operator on one value (unless its result is `known`) and
                     // records a match; true when it matched.
+                    let capturing = rule.capture && !op.negated;
                     let mut check_known =
                         |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
-                            let mut caps = Captures::default();
                             let hit = known.unwrap_or_else(|| {
                                 op.operator.evaluate(
                                     value,
                                     data,
-                                    if rule.capture && !op.negated {
-                                        Some(&mut caps)
+                                    if capturing {
+                                        Some(&mut scratch.caps)
                                     } else {
                                         None
                                     },
                                 )
                             });
                             if hit != op.negated {
-                                let mut rendered = Vec::new();
-                                name.render(&mut rendered);
-                                matches.push(Match {
-                                    name: rendered,
-                                    value: value.to_vec(),
-                                    captures: (rule.capture && !op.negated).then_some(caps.groups),
-                                });
+                                scratch.push(name, value, capturing);
                                 true
                             } else {
                                 false
@@ -167,7 +210,9 @@ impl TxState {
                             && !op.negated
                             && !target.count
                             && matches!(target.selector, Selector::All)
-                            && data.indexed_len(variable).is_some()
+                            && data
+                                .indexed_len(variable)
+                                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
                     }) {
                         if cache.candidates(variable, r.group).is_none() {
                             cache.build_candidates(
@@ -266,26 +311,48 @@ impl TxState {
                 }
             }
         }
-        if matches.is_empty() {
+        if scratch.matches.is_empty() {
+            self.scratch = scratch;
             return false;
         }
-        for m in matches {
+        for i in 0..scratch.matches.len() {
+            let m = scratch.matches[i].clone();
             if rule.operator.is_some() {
-                self.data
-                    .matched_vars
-                    .push(Pair::new(m.name.clone(), m.value.clone()));
-                self.data.matched_var_name = m.name;
-                self.data.matched_var = m.value;
+                let (name, value) = (&scratch.buf[m.name.clone()], &scratch.buf[m.value.clone()]);
+                let data = &mut self.data;
+                let start = data.matched_buf.len();
+                data.matched_buf.extend_from_slice(name);
+                data.matched_buf.extend_from_slice(value);
+                let mid = start + name.len();
+                data.matched_vars
+                    .push((start..mid, mid..data.matched_buf.len()));
+                data.matched_var_name.clear();
+                data.matched_var_name.extend_from_slice(name);
+                data.matched_var.clear();
+                data.matched_var.extend_from_slice(value);
             }
-            if let Some(groups) = m.captures {
-                for (i, g) in groups.into_iter().enumerate().take(10) {
-                    self.data.tx.insert(i.to_string().into_bytes(), g);
+            for (n, r) in scratch.captures[m.captures.clone()]
+                .iter()
+                .enumerate()
+                .take(10)
+            {
+                let group = &scratch.buf[r.clone()];
+                let key = [b'0' + n as u8];
+                match self.data.tx.get_mut(&key[..]) {
+                    Some(slot) => {
+                        slot.clear();
+                        slot.extend_from_slice(group);
+                    }
+                    None => {
+                        self.data.tx.insert(key.to_vec(), group.to_vec());
+                    }
                 }
             }
             for effect in &rule.effects {
                 self.apply_effect(effect);
             }
         }
+        self.scratch = scratch;
         match &rule.chain {
             Some(child) => self.eval_rule(child, head),
             None => true,
@@ -363,7 +430,7 @@ impl TxState {
 }
 
 /// Whether a `ctl` rule selector picks `rule` (tags and msg are the starter's).
-pub(super) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
+pub(crate) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
     match selector {
         RuleSelector::Ids(ranges) => ranges.iter().any(|r| (r.start..=r.end).contains(&rule.id)),
         RuleSelector::Tag(tag) => rule.has_tag(tag),

@@ -1,0 +1,1109 @@
+/*
+ * ngx_http_waf_module: runs waf-core (through the waf-ffi C ABI, waf.h) inside nginx.
+ *
+ * Directives (http, server, location; merged down):
+ *
+ *   waf on | off;             inspect requests in this context (default off)
+ *   waf_rules_file PATH;      load a SecLang file (relative to the nginx prefix)
+ *   waf_rules 'SecLang text'; load inline rules
+ *
+ * A context that names no rules inherits its parent's engine; a context that adds rules
+ * gets an engine built from its parent's rules followed by its own. Engines are built once
+ * per configuration load, in the master, and shared by the workers it forks. Each engine is
+ * freed by a cleanup on the configuration's pool, so a reload builds new engines and the
+ * master frees the old ones as soon as the new configuration is in place.
+ *
+ * Where each phase runs (phase wiring after ModSecurity-nginx):
+ *
+ *   phase 1  request headers        access phase handler
+ *   phase 2  request body           same handler: the body is read in full
+ *                                   (ngx_http_read_client_request_body) and inspected
+ *                                   before the content handler (proxy_pass) runs
+ *   phase 3  response headers       header filter
+ *   phase 4  response body          body filter; when the engine inspects the body, the
+ *                                   header is held back and the body is buffered (up to
+ *                                   NGX_HTTP_WAF_MAX_RESPONSE_BUFFER) so that a rule can
+ *                                   still replace the response with its status
+ *   phase 5  logging                log phase handler; the report callback writes a
+ *                                   summary (status, rule, scores, logged rule ids) to the
+ *                                   error log at "warn" when a rule logged or an
+ *                                   intervention happened, and the JSON audit record at
+ *                                   "info"
+ *
+ * An intervention answers with the rule's status (deny), a redirect (Location + 3xx), or
+ * closes the connection (drop). A status outside 300..599 becomes 403. Subrequests are not
+ * inspected (their main request is). Internal redirects keep the transaction of the main
+ * request, found again through its pool cleanup.
+ *
+ * Limits: request bodies are bounded by client_max_body_size and the engine's
+ * SecRequestBodyLimit; buffered response bodies by NGX_HTTP_WAF_MAX_RESPONSE_BUFFER, past
+ * which the buffered part is inspected, the response is released, and the rest streams
+ * through uninspected (ModSecurity's ProcessPartial).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "waf.h"
+
+
+/* Most response body bytes held back for inspection (1 MiB). */
+#define NGX_HTTP_WAF_MAX_RESPONSE_BUFFER  (1024 * 1024)
+
+/* Bytes read at a time from a request body kept in a temporary file. */
+#define NGX_HTTP_WAF_FILE_CHUNK           16384
+
+
+typedef enum {
+    NGX_HTTP_WAF_SRC_FILE = 0,
+    NGX_HTTP_WAF_SRC_TEXT
+} ngx_http_waf_src_kind_e;
+
+
+typedef struct {
+    ngx_http_waf_src_kind_e  kind;
+    ngx_str_t                value;  /* NUL-terminated path or text */
+    ngx_str_t                name;   /* "nginx.conf:LINE", NUL-terminated */
+} ngx_http_waf_src_t;
+
+
+typedef struct {
+    ngx_flag_t               enable;
+    ngx_array_t             *rules;      /* this context's own sources, or NULL */
+    ngx_array_t             *all_rules;  /* parent's sources + own, after merge */
+    waf_engine              *engine;     /* NULL when there are no rules */
+    ngx_flag_t               built;
+} ngx_http_waf_loc_conf_t;
+
+
+typedef struct {
+    ngx_http_request_t      *r;
+    waf_tx                  *tx;
+    ngx_int_t                access_rc;   /* NGX_AGAIN until phases 1-2 are decided */
+    ngx_chain_t             *out;         /* held-back response body */
+    ngx_chain_t            **last_out;
+    size_t                   buffered;
+    unsigned                 body_requested:1;
+    unsigned                 intervened:1;
+    unsigned                 resp_headers_done:1;
+    unsigned                 resp_buffering:1;
+    unsigned                 finished:1;
+} ngx_http_waf_ctx_t;
+
+
+static ngx_int_t ngx_http_waf_init(ngx_conf_t *cf);
+static void *ngx_http_waf_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_waf_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_waf_rules(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_command_t  ngx_http_waf_commands[] = {
+
+    { ngx_string("waf"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_waf_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("waf_rules_file"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_waf_rules_file,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("waf_rules"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_waf_rules,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_waf_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    ngx_http_waf_init,                     /* postconfiguration */
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+    ngx_http_waf_create_loc_conf,          /* create location configuration */
+    ngx_http_waf_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_waf_module = {
+    NGX_MODULE_V1,
+    &ngx_http_waf_module_ctx,              /* module context */
+    ngx_http_waf_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+/* Configuration */
+
+static void *
+ngx_http_waf_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_waf_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_waf_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    conf->enable = NGX_CONF_UNSET;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_waf_add_src(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf,
+    ngx_http_waf_src_kind_e kind, ngx_str_t *value)
+{
+    u_char              *p;
+    size_t               len;
+    ngx_http_waf_src_t  *src;
+
+    if (conf->rules == NULL) {
+        conf->rules = ngx_array_create(cf->pool, 4, sizeof(ngx_http_waf_src_t));
+        if (conf->rules == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    src = ngx_array_push(conf->rules);
+    if (src == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    src->kind = kind;
+
+    /* ngx_conf values are NUL-terminated, but copy to be sure of it */
+    src->value.data = ngx_pnalloc(cf->pool, value->len + 1);
+    if (src->value.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    ngx_memcpy(src->value.data, value->data, value->len);
+    src->value.data[value->len] = '\0';
+    src->value.len = value->len;
+
+    len = cf->conf_file->file.name.len + NGX_INT_T_LEN + 2;
+    src->name.data = ngx_pnalloc(cf->pool, len);
+    if (src->name.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    p = ngx_snprintf(src->name.data, len - 1, "%V:%ui",
+                     &cf->conf_file->file.name, cf->conf_file->line);
+    *p = '\0';
+    src->name.len = p - src->name.data;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_str_t  *value, path;
+
+    value = cf->args->elts;
+    path = value[1];
+
+    if (path.len == 0) {
+        return "takes a non-empty path";
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_waf_add_src(cf, conf, NGX_HTTP_WAF_SRC_FILE, &path);
+}
+
+
+static char *
+ngx_http_waf_rules(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_str_t  *value;
+
+    value = cf->args->elts;
+
+    return ngx_http_waf_add_src(cf, conf, NGX_HTTP_WAF_SRC_TEXT, &value[1]);
+}
+
+
+static void ngx_http_waf_report(void *user_data, const waf_report *report);
+
+
+static void
+ngx_http_waf_engine_cleanup(void *data)
+{
+    waf_engine_free(data);
+}
+
+
+/* Builds conf->engine from conf->all_rules, once. */
+static ngx_int_t
+ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
+{
+    ngx_uint_t           i;
+    waf_status           st;
+    waf_builder         *b;
+    waf_engine          *engine;
+    const char          *err;
+    ngx_pool_cleanup_t  *cln;
+    ngx_http_waf_src_t  *src;
+
+    if (conf->built) {
+        return NGX_OK;
+    }
+
+    conf->built = 1;
+
+    if (conf->all_rules == NULL) {
+        conf->all_rules = conf->rules;
+    }
+
+    if (conf->all_rules == NULL || conf->all_rules->nelts == 0) {
+        return NGX_OK;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    b = waf_builder_new();
+    if (b == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "waf: cannot create a builder");
+        return NGX_ERROR;
+    }
+
+    src = conf->all_rules->elts;
+    st = WAF_STATUS_OK;
+
+    for (i = 0; i < conf->all_rules->nelts && st == WAF_STATUS_OK; i++) {
+        if (src[i].kind == NGX_HTTP_WAF_SRC_FILE) {
+            st = waf_builder_rules_file(b, (const char *) src[i].value.data);
+
+        } else {
+            st = waf_builder_rules(b, (const char *) src[i].name.data,
+                                   (const char *) src[i].value.data,
+                                   src[i].value.len);
+        }
+    }
+
+    if (st == WAF_STATUS_OK) {
+        st = waf_builder_report_callback(b, ngx_http_waf_report);
+    }
+
+    if (st != WAF_STATUS_OK) {
+        waf_builder_free(b);
+        err = waf_last_error();
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "waf: %s", err ? err : "?");
+        return NGX_ERROR;
+    }
+
+    engine = NULL;
+    st = waf_builder_build(b, &engine);
+
+    if (st != WAF_STATUS_OK) {
+        err = waf_last_error();
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "waf: rules failed to load: %s",
+                           err ? err : "?");
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_waf_engine_cleanup;
+    cln->data = engine;
+    conf->engine = engine;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_waf_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_waf_loc_conf_t  *prev = parent;
+    ngx_http_waf_loc_conf_t  *conf = child;
+
+    ngx_uint_t           n;
+    ngx_http_waf_src_t  *src;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+
+    if (ngx_http_waf_ensure_engine(cf, prev) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->rules == NULL) {
+        conf->all_rules = prev->all_rules;
+        conf->engine = prev->engine;
+        conf->built = 1;
+        return NGX_CONF_OK;
+    }
+
+    n = conf->rules->nelts + (prev->all_rules ? prev->all_rules->nelts : 0);
+
+    conf->all_rules = ngx_array_create(cf->pool, n, sizeof(ngx_http_waf_src_t));
+    if (conf->all_rules == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (prev->all_rules) {
+        src = ngx_array_push_n(conf->all_rules, prev->all_rules->nelts);
+        if (src == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        ngx_memcpy(src, prev->all_rules->elts,
+                   prev->all_rules->nelts * sizeof(ngx_http_waf_src_t));
+    }
+
+    src = ngx_array_push_n(conf->all_rules, conf->rules->nelts);
+    if (src == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    ngx_memcpy(src, conf->rules->elts,
+               conf->rules->nelts * sizeof(ngx_http_waf_src_t));
+
+    if (ngx_http_waf_ensure_engine(cf, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* Request context */
+
+static void
+ngx_http_waf_cleanup(void *data)
+{
+    ngx_http_waf_ctx_t  *ctx = data;
+
+    waf_tx_free(ctx->tx);
+    ctx->tx = NULL;
+}
+
+
+/*
+ * The context, also after an internal redirect or ngx_http_filter_finalize_request()
+ * cleared the module contexts: it is found again through the pool cleanup.
+ */
+static ngx_http_waf_ctx_t *
+ngx_http_waf_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t  *cln;
+    ngx_http_waf_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_waf_module);
+
+    if (ctx == NULL && (r->internal || r->filter_finalize)) {
+        for (cln = r->pool->cleanup; cln; cln = cln->next) {
+            if (cln->handler == ngx_http_waf_cleanup) {
+                ctx = cln->data;
+                ngx_http_set_ctx(r, ctx, ngx_http_waf_module);
+                break;
+            }
+        }
+    }
+
+    return ctx;
+}
+
+
+static waf_header *
+ngx_http_waf_collect_headers(ngx_http_request_t *r, ngx_list_t *list,
+    ngx_uint_t extra, size_t *n)
+{
+    ngx_uint_t        i, count;
+    waf_header       *hs;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    count = 0;
+    for (part = &list->part; part; part = part->next) {
+        count += part->nelts;
+    }
+
+    hs = ngx_palloc(r->pool, (count + extra + 1) * sizeof(waf_header));
+    if (hs == NULL) {
+        return NULL;
+    }
+
+    *n = 0;
+    for (part = &list->part; part; part = part->next) {
+        h = part->elts;
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash == 0) {
+                continue;  /* deleted */
+            }
+            hs[*n].name = h[i].key.data;
+            hs[*n].name_len = h[i].key.len;
+            hs[*n].value = h[i].value.data;
+            hs[*n].value_len = h[i].value.len;
+            (*n)++;
+        }
+    }
+
+    return hs;
+}
+
+
+static ngx_int_t
+ngx_http_waf_status(ngx_int_t status)
+{
+    if (status < 300 || status > 599) {
+        return NGX_HTTP_FORBIDDEN;
+    }
+    return status;
+}
+
+
+/*
+ * Turns a phase result into what nginx should do: NGX_DECLINED to go on, or an HTTP status
+ * (or NGX_HTTP_CLOSE) to answer with.
+ */
+static ngx_int_t
+ngx_http_waf_decide(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx,
+    waf_status st, waf_intervention *iv, const char *phase)
+{
+    size_t            len;
+    const char       *err;
+    ngx_table_elt_t  *h;
+
+    if (st == WAF_STATUS_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (st != WAF_STATUS_INTERVENE && st != WAF_STATUS_PANIC) {
+        err = waf_last_error();
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "waf: %s failed (status %d): %s", phase, (int) st,
+                      err ? err : "?");
+        ctx->intervened = 1;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (st == WAF_STATUS_PANIC) {
+        err = waf_last_error();
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "waf: %s: %s", phase, err ? err : "panic");
+    }
+
+    switch (iv->action) {
+
+    case WAF_ACTION_NONE:
+        return NGX_DECLINED;
+
+    case WAF_ACTION_DROP:
+        ctx->intervened = 1;
+        return NGX_HTTP_CLOSE;
+
+    case WAF_ACTION_REDIRECT:
+        ctx->intervened = 1;
+        if (iv->url == NULL) {
+            return NGX_HTTP_FORBIDDEN;
+        }
+
+        ngx_http_clear_location(r);
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        len = ngx_strlen(iv->url);
+        h->value.data = ngx_pnalloc(r->pool, len);
+        if (h->value.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_memcpy(h->value.data, iv->url, len);
+        h->value.len = len;
+        h->hash = 1;
+        ngx_str_set(&h->key, "Location");
+#if (nginx_version >= 1023000)
+        h->next = NULL;
+#endif
+        r->headers_out.location = h;
+
+        if (iv->status >= 300 && iv->status < 400) {
+            return iv->status;
+        }
+        return NGX_HTTP_MOVED_TEMPORARILY;
+
+    default:
+        ctx->intervened = 1;
+        return ngx_http_waf_status(iv->status);
+    }
+}
+
+
+/* Phase 2: feeds the request body and decides. */
+static ngx_int_t
+ngx_http_waf_inspect_body(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx)
+{
+    off_t              off;
+    size_t             len;
+    ssize_t            n;
+    u_char            *buf;
+    ngx_buf_t         *b;
+    ngx_int_t          rc;
+    waf_status         st;
+    ngx_chain_t       *cl;
+    waf_intervention   iv;
+
+    buf = NULL;
+
+    if (r->request_body != NULL) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            b = cl->buf;
+
+            if (!b->in_file || ngx_buf_in_memory(b)) {
+                st = waf_tx_request_body(ctx->tx, b->pos, b->last - b->pos, &iv);
+                rc = ngx_http_waf_decide(r, ctx, st, &iv, "request body");
+                if (rc != NGX_DECLINED) {
+                    return rc;
+                }
+                continue;
+            }
+
+            /* a body spooled to client_body_temp_path */
+            if (buf == NULL) {
+                buf = ngx_palloc(r->pool, NGX_HTTP_WAF_FILE_CHUNK);
+                if (buf == NULL) {
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                }
+            }
+
+            for (off = b->file_pos; off < b->file_last; off += n) {
+                len = ngx_min((off_t) NGX_HTTP_WAF_FILE_CHUNK, b->file_last - off);
+                n = ngx_read_file(b->file, buf, len, off);
+                if (n <= 0) {
+                    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                  "waf: cannot read the request body file");
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                }
+
+                st = waf_tx_request_body(ctx->tx, buf, n, &iv);
+                rc = ngx_http_waf_decide(r, ctx, st, &iv, "request body");
+                if (rc != NGX_DECLINED) {
+                    return rc;
+                }
+            }
+        }
+    }
+
+    st = waf_tx_request_end(ctx->tx, &iv);
+    return ngx_http_waf_decide(r, ctx, st, &iv, "request end");
+}
+
+
+static void
+ngx_http_waf_body_handler(ngx_http_request_t *r)
+{
+    ngx_http_waf_ctx_t  *ctx;
+
+    ctx = ngx_http_waf_get_ctx(r);
+    if (ctx == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ctx->access_rc = ngx_http_waf_inspect_body(r, ctx);
+
+    /* run the phases again: the access handler returns access_rc */
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+
+static ngx_int_t
+ngx_http_waf_start(ngx_http_request_t *r, ngx_http_waf_loc_conf_t *lcf,
+    ngx_http_waf_ctx_t **pctx)
+{
+    u_char               client[NGX_SOCKADDR_STRLEN + 1];
+    u_char               server[NGX_SOCKADDR_STRLEN + 1];
+    size_t               len;
+    uint64_t             now;
+    waf_status           st;
+    ngx_str_t            s;
+    ngx_connection_t    *c;
+    ngx_pool_cleanup_t  *cln;
+    ngx_http_waf_ctx_t  *ctx;
+
+    c = r->connection;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_waf_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+    ctx->r = r;
+    ctx->access_rc = NGX_AGAIN;
+    ctx->last_out = &ctx->out;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    len = ngx_min(c->addr_text.len, NGX_SOCKADDR_STRLEN);
+    ngx_memcpy(client, c->addr_text.data, len);
+    client[len] = '\0';
+
+    s.data = server;
+    s.len = NGX_SOCKADDR_STRLEN;
+    if (ngx_connection_local_sockaddr(c, &s, 0) != NGX_OK) {
+        s.len = 0;
+    }
+    server[s.len] = '\0';
+
+    now = (uint64_t) r->start_sec * 1000 + r->start_msec;
+
+    st = waf_tx_new(lcf->engine, (const char *) client,
+                    ngx_inet_get_port(c->sockaddr), (const char *) server,
+                    ngx_inet_get_port(c->local_sockaddr), now, NULL, ctx,
+                    &ctx->tx);
+    if (st != WAF_STATUS_OK) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "waf: cannot start a transaction: %s",
+                      waf_last_error() ? waf_last_error() : "?");
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_waf_cleanup;
+    cln->data = ctx;
+    ngx_http_set_ctx(r, ctx, ngx_http_waf_module);
+
+    *pctx = ctx;
+    return NGX_OK;
+}
+
+
+/* Phases 1 and 2. */
+static ngx_int_t
+ngx_http_waf_access_handler(ngx_http_request_t *r)
+{
+    size_t                    n;
+    ngx_int_t                 rc;
+    waf_status                st;
+    waf_header               *hs;
+    ngx_str_t                 version;
+    bool                      wants;
+    waf_intervention          iv;
+    ngx_http_waf_ctx_t       *ctx;
+    ngx_http_waf_loc_conf_t  *lcf;
+
+    if (r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_waf_get_ctx(r);
+
+    if (ctx != NULL) {
+        /* back after reading the body, or after an internal redirect */
+        if (ctx->access_rc == NGX_AGAIN) {
+            return NGX_DONE;
+        }
+        if (ctx->intervened && ctx->access_rc != NGX_DECLINED) {
+            rc = ctx->access_rc;
+            /* answer once; an error_page redirect then runs unhindered */
+            ctx->access_rc = NGX_DECLINED;
+            return rc;
+        }
+        return NGX_DECLINED;
+    }
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_waf_module);
+    if (!lcf->enable || lcf->engine == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_waf_start(r, lcf, &ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    hs = ngx_http_waf_collect_headers(r, &r->headers_in.headers, 0, &n);
+    if (hs == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    version = r->http_protocol;
+    if (version.len == 0) {
+        ngx_str_set(&version, "HTTP/0.9");
+    }
+
+    st = waf_tx_request_headers(ctx->tx, r->method_name.data, r->method_name.len,
+                                r->unparsed_uri.data, r->unparsed_uri.len,
+                                version.data, version.len, hs, n, &iv);
+    rc = ngx_http_waf_decide(r, ctx, st, &iv, "request headers");
+    if (rc != NGX_DECLINED) {
+        ctx->access_rc = NGX_DECLINED;
+        return rc;
+    }
+
+    wants = false;
+    st = waf_tx_wants_request_body(ctx->tx, &wants);
+    if (st != WAF_STATUS_OK) {
+        wants = true;  /* fail closed: inspect */
+    }
+
+    if (!wants) {
+        st = waf_tx_request_end(ctx->tx, &iv);
+        rc = ngx_http_waf_decide(r, ctx, st, &iv, "request end");
+        ctx->access_rc = NGX_DECLINED;
+        return rc;
+    }
+
+    /* Read the whole body, then come back through ngx_http_waf_body_handler. */
+    ctx->body_requested = 1;
+    rc = ngx_http_read_client_request_body(r, ngx_http_waf_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        ctx->access_rc = NGX_DECLINED;
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+    return NGX_DONE;
+}
+
+
+/* Phases 3 and 4 */
+
+static ngx_int_t
+ngx_http_waf_response_headers(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx)
+{
+    u_char            clen[NGX_OFF_T_LEN];
+    size_t            n;
+    waf_status        st;
+    waf_header       *hs;
+    waf_intervention  iv;
+
+    hs = ngx_http_waf_collect_headers(r, &r->headers_out.headers, 2, &n);
+    if (hs == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* nginx keeps these two outside the list */
+    if (r->headers_out.content_type.len) {
+        hs[n].name = (const uint8_t *) "Content-Type";
+        hs[n].name_len = sizeof("Content-Type") - 1;
+        hs[n].value = r->headers_out.content_type.data;
+        hs[n].value_len = r->headers_out.content_type.len;
+        n++;
+    }
+
+    if (r->headers_out.content_length == NULL
+        && r->headers_out.content_length_n >= 0)
+    {
+        hs[n].name = (const uint8_t *) "Content-Length";
+        hs[n].name_len = sizeof("Content-Length") - 1;
+        hs[n].value = clen;
+        hs[n].value_len = ngx_sprintf(clen, "%O", r->headers_out.content_length_n)
+                          - clen;
+        n++;
+    }
+
+    st = waf_tx_response_headers(ctx->tx, (uint16_t) r->headers_out.status,
+                                 (const uint8_t *) "HTTP/1.1", 8, hs, n, &iv);
+    return ngx_http_waf_decide(r, ctx, st, &iv, "response headers");
+}
+
+
+static ngx_int_t
+ngx_http_waf_header_filter(ngx_http_request_t *r)
+{
+    bool                 wants;
+    ngx_int_t            rc;
+    waf_status           st;
+    waf_intervention     iv;
+    ngx_http_waf_ctx_t  *ctx;
+
+    if (r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_waf_get_ctx(r);
+
+    if (ctx == NULL || ctx->tx == NULL || ctx->intervened
+        || ctx->resp_headers_done || ctx->finished)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx->resp_headers_done = 1;
+
+    rc = ngx_http_waf_response_headers(r, ctx);
+    if (rc == NGX_HTTP_CLOSE) {
+        return NGX_ERROR;
+    }
+    if (rc != NGX_DECLINED) {
+        return ngx_http_filter_finalize_request(r, &ngx_http_waf_module, rc);
+    }
+
+    wants = false;
+    st = waf_tx_wants_response_body(ctx->tx, &wants);
+    if (st != WAF_STATUS_OK) {
+        wants = false;
+    }
+
+    if (!wants || r->header_only) {
+        st = waf_tx_response_end(ctx->tx, &iv);
+        rc = ngx_http_waf_decide(r, ctx, st, &iv, "response end");
+        if (rc == NGX_HTTP_CLOSE) {
+            return NGX_ERROR;
+        }
+        if (rc != NGX_DECLINED) {
+            return ngx_http_filter_finalize_request(r, &ngx_http_waf_module, rc);
+        }
+        return ngx_http_next_header_filter(r);
+    }
+
+    /* Hold the header back until the body has been inspected. */
+    ctx->resp_buffering = 1;
+    r->filter_need_in_memory = 1;
+    r->allow_ranges = 0;
+
+    return NGX_OK;
+}
+
+
+/* Ends buffering: phase 4 on what was buffered, then header + buffered body, or the block. */
+static ngx_int_t
+ngx_http_waf_release(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx,
+    ngx_chain_t *rest)
+{
+    ngx_int_t         rc;
+    waf_status        st;
+    waf_intervention  iv;
+
+    ctx->resp_buffering = 0;
+
+    st = waf_tx_response_end(ctx->tx, &iv);
+    rc = ngx_http_waf_decide(r, ctx, st, &iv, "response end");
+    if (rc == NGX_HTTP_CLOSE) {
+        return NGX_ERROR;
+    }
+    if (rc != NGX_DECLINED) {
+        return ngx_http_filter_finalize_request(r, &ngx_http_waf_module, rc);
+    }
+
+    rc = ngx_http_next_header_filter(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    *ctx->last_out = rest;
+    rc = ngx_http_next_body_filter(r, ctx->out);
+    ctx->out = NULL;
+    ctx->last_out = &ctx->out;
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_waf_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    size_t               size;
+    ngx_buf_t           *b, *copy;
+    ngx_int_t            rc;
+    waf_status           st;
+    ngx_chain_t         *cl, *link;
+    waf_intervention     iv;
+    ngx_http_waf_ctx_t  *ctx;
+
+    if (r != r->main) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    ctx = ngx_http_waf_get_ctx(r);
+    if (ctx == NULL || !ctx->resp_buffering) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    if (in == NULL) {
+        return NGX_OK;  /* a flush while the header is held back: nothing to send yet */
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+        size = ngx_buf_in_memory(b) ? (size_t) (b->last - b->pos) : 0;
+
+        if (ctx->buffered + size > NGX_HTTP_WAF_MAX_RESPONSE_BUFFER) {
+            /* too big to hold back: decide on what we have, stream the rest */
+            return ngx_http_waf_release(r, ctx, cl);
+        }
+
+        if (size) {
+            st = waf_tx_response_body(ctx->tx, b->pos, size, &iv);
+            rc = ngx_http_waf_decide(r, ctx, st, &iv, "response body");
+            if (rc == NGX_HTTP_CLOSE) {
+                ctx->resp_buffering = 0;
+                return NGX_ERROR;
+            }
+            if (rc != NGX_DECLINED) {
+                ctx->resp_buffering = 0;
+                return ngx_http_filter_finalize_request(r, &ngx_http_waf_module, rc);
+            }
+
+            copy = ngx_create_temp_buf(r->pool, size);
+            if (copy == NULL) {
+                return NGX_ERROR;
+            }
+            copy->last = ngx_cpymem(copy->pos, b->pos, size);
+            ctx->buffered += size;
+
+            link = ngx_alloc_chain_link(r->pool);
+            if (link == NULL) {
+                return NGX_ERROR;
+            }
+            link->buf = copy;
+            link->next = NULL;
+            *ctx->last_out = link;
+            ctx->last_out = &link->next;
+        }
+
+        /* consumed: the producer may reuse the buffer */
+        b->pos = b->last;
+        if (b->in_file) {
+            b->file_pos = b->file_last;
+        }
+
+        if (b->last_buf) {
+            copy = ngx_calloc_buf(r->pool);
+            link = ngx_alloc_chain_link(r->pool);
+            if (copy == NULL || link == NULL) {
+                return NGX_ERROR;
+            }
+            copy->last_buf = 1;
+            link->buf = copy;
+            link->next = NULL;
+            return ngx_http_waf_release(r, ctx, link);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* Phase 5 */
+
+/*
+ * The report callback, at the log phase. One "warn" line per transaction in which a rule
+ * logged or an intervention happened: status, deciding rule, scores and the ids of the
+ * rules that logged (short enough for NGX_MAX_ERROR_STR). The full audit record (JSON)
+ * follows at "info"; nginx cuts error log lines at NGX_MAX_ERROR_STR (2048) bytes.
+ */
+static void
+ngx_http_waf_report(void *user_data, const waf_report *report)
+{
+    u_char              *p, *last;
+    u_char               ids[1024];
+    size_t               i;
+    ngx_log_t           *log;
+    ngx_http_waf_ctx_t  *ctx = user_data;
+
+    if (ctx == NULL || ctx->r == NULL) {
+        return;
+    }
+
+    if (report->logged_rules == 0 && report->intervention_status == 0) {
+        return;
+    }
+
+    log = ctx->r->connection->log;
+
+    p = ids;
+    last = ids + sizeof(ids);
+    for (i = 0; i < report->logged_rules && (size_t) (last - p) > NGX_INT64_LEN + 4; i++) {
+        p = ngx_slprintf(p, last, "%s%uL", i ? "," : "", report->logged_rule_ids[i]);
+    }
+    if (i < report->logged_rules) {
+        p = ngx_slprintf(p, last, ",...");
+    }
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "waf: unique_id=%s status=%d rule=%uL inbound_score=%L "
+                  "outbound_score=%L rules=%*s",
+                  report->unique_id, (int) report->intervention_status,
+                  report->intervention_rule_id, report->inbound_anomaly_score,
+                  report->outbound_anomaly_score, p - ids, ids);
+
+    ngx_log_error(NGX_LOG_INFO, log, 0, "waf audit: %*s",
+                  report->audit_json_len, report->audit_json);
+}
+
+
+static ngx_int_t
+ngx_http_waf_log_handler(ngx_http_request_t *r)
+{
+    ngx_http_waf_ctx_t  *ctx;
+
+    if (r != r->main) {
+        return NGX_OK;
+    }
+
+    ctx = ngx_http_waf_get_ctx(r);
+    if (ctx == NULL || ctx->tx == NULL || ctx->finished) {
+        return NGX_OK;
+    }
+
+    ctx->finished = 1;
+    (void) waf_tx_finish(ctx->tx);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_waf_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+    *h = ngx_http_waf_access_handler;
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+    *h = ngx_http_waf_log_handler;
+
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_waf_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_waf_body_filter;
+
+    return NGX_OK;
+}

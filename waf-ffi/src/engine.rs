@@ -1,0 +1,223 @@
+//! `waf_builder` and `waf_engine`: load SecLang rules once, share the compiled engine.
+
+use std::ffi::{c_char, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use waf_core::Waf;
+
+use crate::error::set_last_error;
+use crate::types::{bytes, utf8, WafReportCallback, WafStatus};
+
+/// Collects rule sources and options; becomes a `waf_engine` with `waf_builder_build`.
+/// Created by `waf_builder_new`; owned by the caller until `waf_builder_build` (which always
+/// consumes it) or `waf_builder_free`. Used by one thread at a time.
+pub struct WafBuilder {
+    inner: waf_core::WafBuilder,
+    callback: WafReportCallback,
+    fail_open: bool,
+}
+
+/// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
+/// Immutable and thread-safe: any number of threads (and forked worker processes) may use
+/// one engine at the same time. Transactions keep the rules alive on their own, so an engine
+/// may be freed while its transactions are still running.
+pub struct WafEngine {
+    pub(crate) waf: Waf,
+    pub(crate) callback: WafReportCallback,
+    pub(crate) fail_open: bool,
+}
+
+/// A new, empty builder. Returns NULL only if the library panicked (out of memory).
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_new() -> *mut WafBuilder {
+    ffi_guard!("waf_builder_new", std::ptr::null_mut(), {
+        Box::into_raw(Box::new(WafBuilder {
+            inner: Waf::builder(),
+            callback: None,
+            fail_open: false,
+        }))
+    })
+}
+
+/// Frees a builder that was not built. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_free(builder: *mut WafBuilder) {
+    ffi_guard!("waf_builder_free", (), {
+        if !builder.is_null() {
+            // SAFETY: non-null pointers come from waf_builder_new and are freed once.
+            drop(unsafe { Box::from_raw(builder) });
+        }
+    })
+}
+
+/// Replaces the inner builder with `f(inner)`.
+fn update(b: &mut WafBuilder, f: impl FnOnce(waf_core::WafBuilder) -> waf_core::WafBuilder) {
+    let inner = std::mem::take(&mut b.inner);
+    b.inner = f(inner);
+}
+
+/// Adds SecLang rule text. `name` (NUL-terminated UTF-8) names the source in error
+/// messages; `text` is `len` bytes of UTF-8, copied. Errors in the text are reported by
+/// `waf_builder_build`. `Include` paths in the text resolve against the working directory.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_rules(
+    builder: *mut WafBuilder,
+    name: *const c_char,
+    text: *const c_char,
+    len: usize,
+) -> WafStatus {
+    ffi_guard!("waf_builder_rules", WafStatus::Panic, {
+        non_null!(builder);
+        // SAFETY: the caller passes a NUL-terminated name.
+        let name = match unsafe { utf8(name, "name") } {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        // SAFETY: the caller passes `len` readable bytes.
+        let text = match unsafe { bytes(text.cast(), len, "text") } {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
+        let Ok(text) = std::str::from_utf8(text) else {
+            set_last_error("rule text is not UTF-8");
+            return WafStatus::InvalidArgument;
+        };
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        let b = unsafe { &mut *builder };
+        update(b, |i| i.seclang(name, text));
+        WafStatus::Ok
+    })
+}
+
+/// Adds a rule file (NUL-terminated path, any bytes); read by `waf_builder_build`.
+/// `Include` paths inside it resolve against the file's directory.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_rules_file(
+    builder: *mut WafBuilder,
+    path: *const c_char,
+) -> WafStatus {
+    ffi_guard!("waf_builder_rules_file", WafStatus::Panic, {
+        non_null!(builder, path);
+        // SAFETY: non-null and NUL-terminated per the contract.
+        let path = unsafe { std::ffi::CStr::from_ptr(path) };
+        let path = PathBuf::from(OsStr::from_bytes(path.to_bytes()));
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        let b = unsafe { &mut *builder };
+        update(b, |i| i.seclang_file(path));
+        WafStatus::Ok
+    })
+}
+
+/// Adds every file matching a glob pattern (NUL-terminated UTF-8), in sorted order.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_rules_glob(
+    builder: *mut WafBuilder,
+    pattern: *const c_char,
+) -> WafStatus {
+    ffi_guard!("waf_builder_rules_glob", WafStatus::Panic, {
+        non_null!(builder);
+        // SAFETY: NUL-terminated per the contract.
+        let pattern = match unsafe { utf8(pattern, "pattern") } {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        let b = unsafe { &mut *builder };
+        update(b, |i| i.seclang_glob(pattern));
+        WafStatus::Ok
+    })
+}
+
+/// Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_report_callback(
+    builder: *mut WafBuilder,
+    callback: WafReportCallback,
+) -> WafStatus {
+    ffi_guard!("waf_builder_report_callback", WafStatus::Panic, {
+        non_null!(builder);
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        unsafe { (*builder).callback = callback };
+        WafStatus::Ok
+    })
+}
+
+/// What a phase call answers after a caught panic: fail-closed (false, the default)
+/// intervenes with status 500, fail-open (true) lets the transaction go on.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_fail_open(
+    builder: *mut WafBuilder,
+    fail_open: bool,
+) -> WafStatus {
+    ffi_guard!("waf_builder_fail_open", WafStatus::Panic, {
+        non_null!(builder);
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        unsafe { (*builder).fail_open = fail_open };
+        WafStatus::Ok
+    })
+}
+
+/// Compiles the rules. Always consumes `builder` (do not use or free it afterwards, even
+/// on failure). On success writes a new engine to `*engine` and returns WAF_STATUS_OK; on
+/// a rule error returns WAF_STATUS_RULES_ERROR, writes NULL, and `waf_last_error()` says
+/// what and where (file:line:column).
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_build(
+    builder: *mut WafBuilder,
+    engine: *mut *mut WafEngine,
+) -> WafStatus {
+    ffi_guard!("waf_builder_build", WafStatus::Panic, {
+        non_null!(builder, engine);
+        // SAFETY: non-null, from waf_builder_new; ownership passes to us here.
+        let b = unsafe { Box::from_raw(builder) };
+        // SAFETY: `engine` is a non-null writable pointer per the contract.
+        unsafe { *engine = std::ptr::null_mut() };
+        match b.inner.build() {
+            Ok(waf) => {
+                let e = Box::new(WafEngine {
+                    waf,
+                    callback: b.callback,
+                    fail_open: b.fail_open,
+                });
+                // SAFETY: as above.
+                unsafe { *engine = Box::into_raw(e) };
+                WafStatus::Ok
+            }
+            Err(err) => {
+                set_last_error(err.to_string());
+                WafStatus::RulesError
+            }
+        }
+    })
+}
+
+/// Frees an engine. NULL is a no-op. Transactions started from it stay valid.
+#[no_mangle]
+pub unsafe extern "C" fn waf_engine_free(engine: *mut WafEngine) {
+    ffi_guard!("waf_engine_free", (), {
+        if !engine.is_null() {
+            // SAFETY: non-null pointers come from waf_builder_build and are freed once.
+            drop(unsafe { Box::from_raw(engine) });
+        }
+    })
+}
+
+/// Writes the number of compiled rules to `*count`.
+#[no_mangle]
+pub unsafe extern "C" fn waf_engine_rule_count(
+    engine: *const WafEngine,
+    count: *mut usize,
+) -> WafStatus {
+    ffi_guard!("waf_engine_rule_count", WafStatus::Panic, {
+        non_null!(engine, count);
+        // SAFETY: both non-null and valid per the contract; the engine is only read.
+        unsafe { *count = (*engine).waf.rule_count() };
+        WafStatus::Ok
+    })
+}
+
+/// Turns a string into a C string, replacing interior NULs (which rule text may contain).
+pub(crate) fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', "?")).unwrap_or_default()
+}

@@ -1,0 +1,175 @@
+//! Prometheus metrics, served on the admin listener as text format 0.0.4.
+//!
+//! Counters are atomics or short mutex-guarded maps (one uncontended lock per request,
+//! tens of nanoseconds); histograms use fixed buckets.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upstream TCP connections opened since start (pool misses), all workers.
+pub static UPSTREAM_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Latency bucket bounds in seconds.
+const BOUNDS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// A fixed-bucket histogram.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; BOUNDS.len()],
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn observe(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        if let Some(i) = BOUNDS.iter().position(|b| s <= *b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns
+            .fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cum = 0;
+        for (b, c) in BOUNDS.iter().zip(&self.buckets) {
+            cum += c.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cum}");
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
+/// Requests of one host by (status, action).
+type StatusCounts = HashMap<(u16, &'static str), u64>;
+
+/// All metrics of the process.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// host -> (status, action) -> count; looked up by `&str`, so no allocation per request.
+    requests: Mutex<HashMap<String, StatusCounts>>,
+    rule_hits: Mutex<HashMap<u64, u64>>,
+    upstream_errors: Mutex<HashMap<(String, &'static str), u64>>,
+    /// Whole-request latency.
+    pub latency: Histogram,
+    /// Time spent in the WAF per request.
+    pub waf_time: Histogram,
+    /// Time to the upstream's response head.
+    pub upstream_time: Histogram,
+    /// Successful reloads.
+    pub reloads_ok: AtomicU64,
+    /// Failed reloads (the old config kept serving).
+    pub reloads_failed: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts a finished request.
+    pub fn request(&self, host: &str, status: u16, action: &'static str) {
+        if let Ok(mut m) = self.requests.lock() {
+            let per_host = match m.get_mut(host) {
+                Some(h) => h,
+                None => m.entry(host.to_string()).or_default(),
+            };
+            *per_host.entry((status, action)).or_default() += 1;
+        }
+    }
+
+    /// Counts matched rules.
+    pub fn rule_hits(&self, ids: impl Iterator<Item = u64>) {
+        if let Ok(mut m) = self.rule_hits.lock() {
+            for id in ids {
+                *m.entry(id).or_default() += 1;
+            }
+        }
+    }
+
+    /// Counts an upstream failure of `kind` (`connect`, `timeout`, `error`).
+    pub fn upstream_error(&self, server: &str, kind: &'static str) {
+        if let Ok(mut m) = self.upstream_errors.lock() {
+            *m.entry((server.to_string(), kind)).or_default() += 1;
+        }
+    }
+
+    /// The Prometheus text; `extra` holds lines computed by the caller (pool gauges, logs).
+    pub fn render(&self, extra: &str) -> String {
+        let mut out = String::with_capacity(4096);
+        out.push_str("# HELP waf_proxy_requests_total Requests by host, status and WAF action.\n# TYPE waf_proxy_requests_total counter\n");
+        if let Ok(m) = self.requests.lock() {
+            for (host, per_host) in m.iter() {
+                for ((status, action), n) in per_host {
+                    let _ = writeln!(
+                        out,
+                        "waf_proxy_requests_total{{host=\"{}\",status=\"{status}\",action=\"{action}\"}} {n}",
+                        escape(host)
+                    );
+                }
+            }
+        }
+        out.push_str("# HELP waf_proxy_rule_hits_total Matched rules by id.\n# TYPE waf_proxy_rule_hits_total counter\n");
+        if let Ok(m) = self.rule_hits.lock() {
+            for (id, n) in m.iter() {
+                let _ = writeln!(out, "waf_proxy_rule_hits_total{{rule_id=\"{id}\"}} {n}");
+            }
+        }
+        out.push_str("# HELP waf_proxy_upstream_errors_total Upstream failures by server and kind.\n# TYPE waf_proxy_upstream_errors_total counter\n");
+        if let Ok(m) = self.upstream_errors.lock() {
+            for ((server, kind), n) in m.iter() {
+                let _ = writeln!(
+                    out,
+                    "waf_proxy_upstream_errors_total{{server=\"{}\",kind=\"{kind}\"}} {n}",
+                    escape(server)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP waf_proxy_upstream_connections_total Upstream connections opened (pool misses).\n\
+             # TYPE waf_proxy_upstream_connections_total counter\n\
+             waf_proxy_upstream_connections_total {}",
+            UPSTREAM_CONNECTIONS.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP waf_proxy_reloads_total Config reloads by result.\n\
+             # TYPE waf_proxy_reloads_total counter\n\
+             waf_proxy_reloads_total{{result=\"ok\"}} {}\n\
+             waf_proxy_reloads_total{{result=\"failed\"}} {}",
+            self.reloads_ok.load(Ordering::Relaxed),
+            self.reloads_failed.load(Ordering::Relaxed)
+        );
+        self.latency.render(
+            &mut out,
+            "waf_proxy_request_duration_seconds",
+            "Time from request head to the end of the response.",
+        );
+        self.waf_time.render(
+            &mut out,
+            "waf_proxy_waf_duration_seconds",
+            "Time spent in WAF inspection per request.",
+        );
+        self.upstream_time.render(
+            &mut out,
+            "waf_proxy_upstream_duration_seconds",
+            "Time to the upstream response head.",
+        );
+        out.push_str(extra);
+        out
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

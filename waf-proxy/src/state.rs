@@ -1,0 +1,395 @@
+//! The compiled, immutable state one config becomes: hosts with their WAFs and upstream
+//! groups. Built off the request path (at start and on reload) and swapped atomically with
+//! `arc-swap`; requests in flight keep the state they started with.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::HeaderValue;
+use rustls::sign::CertifiedKey;
+use waf_core::Waf;
+
+use crate::config::{Config, HostConfig, UpstreamConfig, WafConfig, WafRules};
+use crate::profile;
+
+/// One config, compiled.
+#[derive(Debug)]
+pub struct State {
+    /// The validated config.
+    pub config: Config,
+    /// Hosts, in config order.
+    pub hosts: Vec<Host>,
+    /// Upstream groups, in config order.
+    pub upstreams: Vec<Arc<Upstream>>,
+    exact: HashMap<String, usize>,
+    suffixes: Vec<(String, usize)>,
+    any: Option<usize>,
+    default: Option<usize>,
+}
+
+/// A compiled virtual host.
+#[derive(Debug)]
+pub struct Host {
+    /// Its config.
+    pub config: HostConfig,
+    /// Its first name, for logs and metrics.
+    pub label: String,
+    /// Its compiled WAF.
+    pub waf: Waf,
+    /// Its certificate, when it has one.
+    pub cert: Option<Arc<CertifiedKey>>,
+    /// Security headers to add to every response, ready to insert.
+    pub security_headers: Vec<(http::HeaderName, HeaderValue)>,
+    /// `Strict-Transport-Security`, added on HTTPS only.
+    pub hsts: Option<HeaderValue>,
+}
+
+/// An upstream group with its passive-health state.
+#[derive(Debug)]
+pub struct Upstream {
+    /// Its config.
+    pub config: UpstreamConfig,
+    /// Its servers.
+    pub servers: Vec<Server>,
+    next: AtomicUsize,
+}
+
+/// One upstream server.
+#[derive(Debug)]
+pub struct Server {
+    /// `host:port`.
+    pub authority: http::uri::Authority,
+    /// Milliseconds since [`epoch`] until which the server is skipped; 0 = healthy.
+    down_until_ms: AtomicU64,
+}
+
+/// The process's monotonic epoch for health deadlines.
+pub fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_ms() -> u64 {
+    epoch().elapsed().as_millis() as u64
+}
+
+impl Upstream {
+    /// Servers in the order to try them for one request: round robin from the next one,
+    /// healthy servers first, then those marked down (better than failing outright when
+    /// all are down).
+    pub fn pick_order(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = self.servers.len();
+        // n > 0 (config validation); with n == 0 the ring below is empty.
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n.max(1);
+        let now = now_ms();
+        let up = move |i: &usize| self.servers[*i].down_until_ms.load(Ordering::Relaxed) <= now;
+        let ring = move || (0..n).map(move |k| (start + k) % n);
+        ring().filter(up).chain(ring().filter(move |i| !up(i)))
+    }
+
+    /// Passive health: skip server `i` for the fail timeout.
+    pub fn mark_down(&self, i: usize) {
+        let until = now_ms() + self.config.fail_timeout.as_millis() as u64;
+        self.servers[i]
+            .down_until_ms
+            .store(until, Ordering::Relaxed);
+    }
+
+    /// Whether server `i` is currently skipped.
+    pub fn is_down(&self, i: usize) -> bool {
+        self.servers[i].down_until_ms.load(Ordering::Relaxed) > now_ms()
+    }
+}
+
+impl State {
+    /// Compiles `config`: rule sets, certificates, host table. Slow (CRS takes a while), so
+    /// it runs off the request path. Errors name the host they come from.
+    pub fn build(config: Config) -> Result<State, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut hosts = Vec::new();
+        for (i, h) in config.hosts.iter().enumerate() {
+            let waf = match build_waf(&h.waf) {
+                Ok(w) => w,
+                Err(e) => {
+                    errors.push(format!("host[{i}].waf: {e}"));
+                    continue;
+                }
+            };
+            let cert = match &h.tls {
+                None => None,
+                Some((c, k)) => match crate::tls::load_certified_key(c, k) {
+                    Ok(ck) => Some(ck),
+                    Err(e) => {
+                        errors.push(format!("host[{i}].tls: {e}"));
+                        None
+                    }
+                },
+            };
+            let mut security_headers = Vec::new();
+            let mut add = |name: &'static str, v: &Option<String>| {
+                if let Some(v) = v {
+                    // Validated in config::Config::try_from.
+                    if let Ok(v) = HeaderValue::from_str(v) {
+                        security_headers.push((http::HeaderName::from_static(name), v));
+                    }
+                }
+            };
+            if h.content_type_options {
+                add("x-content-type-options", &Some("nosniff".into()));
+            }
+            add("x-frame-options", &h.frame_options);
+            add("referrer-policy", &h.referrer_policy);
+            add("content-security-policy", &h.csp);
+            let hsts = h
+                .hsts
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok());
+            hosts.push(Host {
+                config: h.clone(),
+                label: h.names.first().cloned().unwrap_or_default(),
+                waf,
+                cert,
+                security_headers,
+                hsts,
+            });
+        }
+        let mut upstreams = Vec::new();
+        for (i, u) in config.upstreams.iter().enumerate() {
+            let mut servers = Vec::new();
+            for s in &u.servers {
+                match s.parse::<http::uri::Authority>() {
+                    Ok(authority) => servers.push(Server {
+                        authority,
+                        down_until_ms: AtomicU64::new(0),
+                    }),
+                    Err(e) => errors.push(format!("upstream[{i}].servers: {s:?}: {e}")),
+                }
+            }
+            upstreams.push(Arc::new(Upstream {
+                config: u.clone(),
+                servers,
+                next: AtomicUsize::new(0),
+            }));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut exact = HashMap::new();
+        let mut suffixes = Vec::new();
+        let mut any = None;
+        let mut default = None;
+        for (i, h) in config.hosts.iter().enumerate() {
+            if h.default {
+                default = Some(i);
+            }
+            for n in &h.names {
+                if n == "*" {
+                    any.get_or_insert(i);
+                } else if let Some(s) = n.strip_prefix("*.") {
+                    suffixes.push((format!(".{s}"), i));
+                } else {
+                    exact.entry(n.clone()).or_insert(i);
+                }
+            }
+        }
+        Ok(State {
+            config,
+            hosts,
+            upstreams,
+            exact,
+            suffixes,
+            any,
+            default,
+        })
+    }
+
+    /// The host for `name` (lower-case, no port): exact name, then `*.suffix`, then `*`,
+    /// then the default host.
+    pub fn find_host(&self, name: Option<&str>) -> Option<usize> {
+        if let Some(name) = name {
+            if let Some(i) = self.exact.get(name) {
+                return Some(*i);
+            }
+            if let Some((_, i)) = self
+                .suffixes
+                .iter()
+                .find(|(s, _)| name.ends_with(s.as_str()))
+            {
+                return Some(*i);
+            }
+        }
+        self.any.or(self.default)
+    }
+}
+
+/// Compiles a host's WAF profile.
+pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
+    let mode = w.mode.engine_mode();
+    if w.exclusions.is_empty() {
+        match &w.rules {
+            WafRules::Default => return profile::default_waf(mode),
+            WafRules::Crs { dir, paranoia } => return profile::crs_waf(dir, *paranoia, mode),
+            WafRules::Files(_) => {}
+        }
+    }
+    let (before, after) = exclusion_rules(w);
+    let mut b = Waf::builder();
+    match &w.rules {
+        WafRules::Default => {
+            b = b
+                .seclang("exclusions", before)
+                .seclang("default-profile", profile::DEFAULT_RULES);
+        }
+        WafRules::Crs { dir, paranoia } => {
+            let setup = if dir.join("crs-setup.conf").is_file() {
+                dir.join("crs-setup.conf")
+            } else {
+                dir.join("crs-setup.conf.example")
+            };
+            b = b
+                .seclang("crs-engine", CRS_ENGINE_SETTINGS)
+                .seclang_file(setup)
+                .seclang(
+                    "paranoia",
+                    format!(
+                        "SecAction \"id:900000,phase:1,pass,nolog,\
+                     setvar:tx.blocking_paranoia_level={paranoia}\"\n"
+                    ),
+                );
+            b = b
+                .seclang("exclusions", before)
+                .seclang_glob(dir.join("rules/*.conf").to_string_lossy().into_owned());
+        }
+        WafRules::Files(files) => {
+            b = b.seclang("exclusions", before);
+            for f in files {
+                if f.contains(['*', '?', '[']) {
+                    b = b.seclang_glob(f.clone());
+                } else {
+                    b = b.seclang_file(f.clone());
+                }
+            }
+        }
+    }
+    let engine = match w.mode {
+        crate::config::WafMode::Block => "On",
+        crate::config::WafMode::Detect => "DetectionOnly",
+        crate::config::WafMode::Off => "Off",
+    };
+    b.seclang("exclusions-global", after)
+        .seclang("mode", format!("SecRuleEngine {engine}\n"))
+        .build()
+}
+
+/// The engine settings CRS expects from its host (ModSecurity's recommended
+/// `modsecurity.conf`): body access and the body processors by content type. Used when a
+/// CRS host has exclusions, so the proxy assembles CRS itself rather than calling
+/// [`profile::crs_waf`].
+const CRS_ENGINE_SETTINGS: &str = r#"SecRequestBodyAccess On
+SecRequestBodyLimitAction Reject
+SecRule REQUEST_HEADERS:Content-Type "^(?:application(?:/soap\+|/)|text/)xml" "id:200000,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=XML"
+SecRule REQUEST_HEADERS:Content-Type "^application/json" "id:200001,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQUEST_HEADERS:Content-Type "^application/[a-z0-9.-]+[+]json" "id:200006,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQBODY_ERROR "!@eq 0" "id:200002,phase:2,t:none,log,deny,status:400,msg:'Failed to parse request body.',severity:2"
+SecRule MULTIPART_STRICT_ERROR "!@eq 0" "id:200003,phase:2,t:none,log,deny,status:400,msg:'Multipart request body failed strict validation.'"
+"#;
+
+/// SecLang for the exclusions: path-scoped ones as phase-1 `ctl:ruleRemoveById` rules that
+/// must come before the rules, global ones as `SecRuleRemoveById` after them.
+fn exclusion_rules(w: &WafConfig) -> (String, String) {
+    let mut before = String::new();
+    let mut after = String::new();
+    // Ids in the range ModSecurity leaves to local use, counted down from 9_999_999.
+    let mut id = 9_999_999u64;
+    for e in &w.exclusions {
+        let ids = &e.rule_ids;
+        match &e.path_prefix {
+            Some(p) => {
+                let ctl: Vec<String> = ids
+                    .iter()
+                    .map(|(a, b)| {
+                        if a == b {
+                            format!("ctl:ruleRemoveById={a}")
+                        } else {
+                            format!("ctl:ruleRemoveById={a}-{b}")
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(
+                    before,
+                    "SecRule REQUEST_FILENAME \"@beginsWith {p}\" \"id:{id},phase:1,pass,nolog,{}\"",
+                    ctl.join(",")
+                );
+                id -= 1;
+            }
+            None => {
+                let list: Vec<String> = ids
+                    .iter()
+                    .map(|(a, b)| {
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}-{b}")
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(after, "SecRuleRemoveById {}", list.join(" "));
+            }
+        }
+    }
+    (before, after)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn state(hosts: &str) -> State {
+        let text = format!(
+            "[[upstream]]\nname='a'\nservers=['127.0.0.1:1','127.0.0.1:2','127.0.0.1:3']\nfail_timeout_ms=60000\n{hosts}"
+        );
+        let cfg = Config::parse(Path::new("t.toml"), &text).unwrap();
+        State::build(cfg).unwrap()
+    }
+
+    #[test]
+    fn hosts_match_exact_then_wildcard_then_default() {
+        let s = state(
+            "[[host]]\nnames=['a.test']\nupstream='a'\nwaf={mode='off'}\n\
+             [[host]]\nnames=['*.b.test']\nupstream='a'\nwaf={mode='off'}\n\
+             [[host]]\nnames=['c.test']\nupstream='a'\ndefault=true\nwaf={mode='off'}\n",
+        );
+        assert_eq!(s.find_host(Some("a.test")), Some(0));
+        assert_eq!(s.find_host(Some("x.b.test")), Some(1));
+        assert_eq!(
+            s.find_host(Some("b.test")),
+            Some(2),
+            "*.b.test does not match b.test"
+        );
+        assert_eq!(s.find_host(Some("other")), Some(2));
+        assert_eq!(s.find_host(None), Some(2));
+        let s = state("[[host]]\nnames=['a.test']\nupstream='a'\nwaf={mode='off'}\n");
+        assert_eq!(s.find_host(Some("other")), None);
+    }
+
+    #[test]
+    fn round_robin_skips_servers_marked_down() {
+        let s = state("[[host]]\nnames=['*']\nupstream='a'\nwaf={mode='off'}\n");
+        let u = &s.upstreams[0];
+        let firsts: Vec<usize> = (0..6).map(|_| u.pick_order().next().unwrap()).collect();
+        assert_eq!(firsts, vec![0, 1, 2, 0, 1, 2]);
+        u.mark_down(1);
+        assert!(u.is_down(1));
+        let firsts: Vec<usize> = (0..4).map(|_| u.pick_order().next().unwrap()).collect();
+        assert!(!firsts.contains(&1), "{firsts:?}");
+        // A server that is down is still tried last, rather than failing outright.
+        let order: Vec<usize> = u.pick_order().collect();
+        assert_eq!(order.len(), 3);
+        assert_eq!(order[2], 1);
+    }
+}

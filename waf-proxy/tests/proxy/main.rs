@@ -1,0 +1,9 @@
+//! Integration tests: the real `waf-proxy` binary on loopback in front of a real upstream.
+
+mod util;
+
+mod basic;
+mod cli;
+mod crs;
+mod reload;
+mod tls;

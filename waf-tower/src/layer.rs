@@ -1,0 +1,121 @@
+//! [`WafLayer`] and its builder.
+
+use std::sync::Arc;
+
+use http::HeaderName;
+use tower_layer::Layer;
+use waf_core::host::TrustedProxies;
+use waf_core::{Report, Waf};
+
+use crate::config::{
+    trace_report, Config, OverLimit, DEFAULT_REQUEST_BODY_LIMIT, DEFAULT_REQUEST_ID_HEADER,
+    DEFAULT_RESPONSE_BODY_LIMIT,
+};
+use crate::service::WafService;
+
+/// Applies a [`Waf`] to every request of the wrapped service.
+///
+/// `Router::new().route(..).layer(WafLayer::new(waf))`. Cheap to clone (an `Arc`).
+#[derive(Clone, Debug)]
+pub struct WafLayer {
+    config: Arc<Config>,
+}
+
+impl WafLayer {
+    /// A layer with the default options (see [`WafLayerBuilder`]).
+    pub fn new(waf: Waf) -> WafLayer {
+        WafLayer::builder(waf).build()
+    }
+
+    /// Starts a builder for a layer with non-default options.
+    pub fn builder(waf: Waf) -> WafLayerBuilder {
+        WafLayerBuilder {
+            config: Config {
+                waf,
+                trusted_proxies: TrustedProxies::none(),
+                request_id_header: HeaderName::from_static(DEFAULT_REQUEST_ID_HEADER),
+                request_body_limit: DEFAULT_REQUEST_BODY_LIMIT,
+                request_body_over_limit: OverLimit::Reject,
+                response_body_limit: DEFAULT_RESPONSE_BODY_LIMIT,
+                response_body_over_limit: OverLimit::ProcessPartial,
+                sink: Arc::new(trace_report),
+            },
+        }
+    }
+}
+
+impl<S> Layer<S> for WafLayer {
+    type Service = WafService<S>;
+
+    fn layer(&self, inner: S) -> WafService<S> {
+        WafService::new(inner, self.config.clone())
+    }
+}
+
+/// Options for a [`WafLayer`]; every one has a default.
+#[derive(Debug)]
+pub struct WafLayerBuilder {
+    config: Config,
+}
+
+impl WafLayerBuilder {
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` headers and request id are believed.
+    /// Default: none, so the client is always the peer.
+    pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
+        self.config.trusted_proxies = trusted;
+        self
+    }
+
+    /// The header that carries the request id on every response (and, from a trusted
+    /// proxy, on the request). Default: [`DEFAULT_REQUEST_ID_HEADER`] (`x-request-id`).
+    pub fn request_id_header(mut self, name: HeaderName) -> Self {
+        self.config.request_id_header = name;
+        self
+    }
+
+    /// The most request body bytes buffered for inspection. Default:
+    /// [`DEFAULT_REQUEST_BODY_LIMIT`]. The engine's own `SecRequestBodyLimit` also applies:
+    /// the smaller limit wins.
+    pub fn request_body_limit(mut self, bytes: usize) -> Self {
+        self.config.request_body_limit = bytes;
+        self
+    }
+
+    /// What to do with a request body larger than the limit. Default: [`OverLimit::Reject`]
+    /// (413, and the handler never runs). A `Content-Length` over the limit is rejected
+    /// before any of the body is read.
+    pub fn request_body_over_limit(mut self, action: OverLimit) -> Self {
+        self.config.request_body_over_limit = action;
+        self
+    }
+
+    /// The most response body bytes buffered for inspection (only for MIME types the rules
+    /// inspect). Default: [`DEFAULT_RESPONSE_BODY_LIMIT`].
+    pub fn response_body_limit(mut self, bytes: usize) -> Self {
+        self.config.response_body_limit = bytes;
+        self
+    }
+
+    /// What to do with an inspected response body larger than the limit. Default:
+    /// [`OverLimit::ProcessPartial`] (inspect the prefix, send the whole body).
+    pub fn response_body_over_limit(mut self, action: OverLimit) -> Self {
+        self.config.response_body_over_limit = action;
+        self
+    }
+
+    /// Sends every transaction's [`Report`] to `sink` instead of the default `tracing`
+    /// event (target `waf`: `info` for blocks and would-be blocks, `debug` for other
+    /// matches). Called once per transaction, when the response is done or dropped; keep it
+    /// fast (hand off to a channel for slow work).
+    pub fn on_report(mut self, sink: impl Fn(&Report) + Send + Sync + 'static) -> Self {
+        self.config.sink = Arc::new(sink);
+        self
+    }
+
+    /// The layer.
+    pub fn build(self) -> WafLayer {
+        WafLayer {
+            config: Arc::new(self.config),
+        }
+    }
+}
