@@ -87,4 +87,59 @@ pub use waf::{EngineMode, Waf, WafBuilder};
 #[doc(hidden)]
 pub mod internal {
     pub use crate::seclang::parse_str;
+
+    /// Name/value pairs, as the body processors produce them.
+    pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// `application/x-www-form-urlencoded` parsing (`ARGS_GET`/`ARGS_POST`): the pairs and
+    /// whether an invalid `%` encoding was seen.
+    pub fn parse_urlencoded(input: &[u8], separator: u8, max_args: usize) -> (Pairs, bool) {
+        let mut out = Vec::new();
+        let outcome = crate::body::urlencoded::parse(input, separator, max_args, &mut out);
+        (out, outcome.invalid_encoding)
+    }
+
+    /// Multipart parsing with the default limits: the `ARGS_POST` pairs, the number of file
+    /// parts, and the processor's error message if any.
+    pub fn parse_multipart(content_type: &[u8], body: &[u8]) -> (Pairs, usize, Option<String>) {
+        let m = crate::body::multipart::parse(content_type, body, &Default::default());
+        (m.args, m.files.len(), m.error)
+    }
+
+    /// JSON body parsing: the flattened pairs, and the `REQBODY_ERROR_MSG` on error.
+    pub fn parse_json(input: &[u8], max_depth: usize, max_args: usize) -> (Pairs, Option<String>) {
+        let mut out = Vec::new();
+        let err = crate::body::json::parse(input, max_depth, max_args, &mut out).err();
+        (out, err)
+    }
+
+    /// XML body parsing: the number of text nodes and attribute values, or the error.
+    pub fn parse_xml(input: &[u8], max_depth: usize) -> Result<(usize, usize), String> {
+        crate::body::xml::parse(input, max_depth).map(|x| (x.text_nodes.len(), x.attr_values.len()))
+    }
+
+    /// `Cookie` header parsing (`REQUEST_COOKIES`).
+    pub fn parse_cookie(header_value: &[u8]) -> Pairs {
+        let mut out = Vec::new();
+        crate::body::cookie::parse(header_value, &mut out);
+        out
+    }
+
+    /// The number of transformations [`transform_chain`] picks from.
+    pub const TRANSFORMATION_COUNT: usize = crate::transformations::ALL.len();
+
+    /// Applies a chain of transformations to `input`; each byte of `chain` picks one
+    /// (modulo [`TRANSFORMATION_COUNT`]), in order, as a `t:a,t:b,...` list would. Checks
+    /// the `Cow` contract on the way: `Owned` must differ from its input.
+    pub fn transform_chain(chain: &[u8], input: &[u8]) -> Vec<u8> {
+        let mut value = input.to_vec();
+        for &pick in chain {
+            let t = crate::transformations::ALL[usize::from(pick) % TRANSFORMATION_COUNT];
+            if let std::borrow::Cow::Owned(changed) = t.apply(&value) {
+                assert_ne!(changed, value, "{} returned Owned but unchanged", t.name());
+                value = changed;
+            }
+        }
+        value
+    }
 }

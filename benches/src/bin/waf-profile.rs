@@ -1,0 +1,78 @@
+//! A small bench-like program for `valgrind --tool=callgrind`: loads CRS once, then runs one
+//! request `N` times through `waf-core`.
+//!
+//! Only the loop in `measured` is meant to be counted (`--toggle-collect='*measured*'`).
+//!
+//! `waf-profile --print-config PL` prints the benchmark's CRS configuration and
+//! `waf-profile --print-body REQUEST` a request body (used by `load/run.sh`).
+//!
+//! `waf-profile [REQUEST] [N] [PL] [ours|modsec]`, e.g. `waf-profile get_simple 200 1`;
+//! REQUEST is a name from [`waf_bench::requests`]; `modsec` runs libmodsecurity instead,
+//! for instruction counts that machine load does not skew. See `benches/PROFILE.md` for the command lines.
+use std::hint::black_box;
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    // Helpers for `load/run.sh`, so the load benchmark uses the same configuration and
+    // bodies as the in-process benchmarks.
+    match args.peek().map(String::as_str) {
+        Some("--print-config") => {
+            let pl = args.nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+            print!("{}", waf_bench::config(pl));
+            return;
+        }
+        Some("--print-body") => {
+            let name = args.nth(1).unwrap_or_default();
+            let req = waf_bench::requests()
+                .into_iter()
+                .find(|r| r.name == name)
+                .unwrap_or_else(|| panic!("no request named {name}"));
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(&req.body)
+                .expect("stdout is writable");
+            return;
+        }
+        _ => {}
+    }
+    let name = args.next().unwrap_or_else(|| "get_simple".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let pl: u8 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let engine = args.next().unwrap_or_else(|| "ours".into());
+    let req = waf_bench::requests()
+        .into_iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no request named {name}"));
+    let conn = waf_bench::connection();
+    let blocked = match engine.as_str() {
+        "ours" => {
+            let waf = waf_bench::build_waf(pl);
+            // One warm-up transaction outside `measured`: the regex caches and other
+            // lazily built state are made there, so `--toggle-collect='*measured*'` counts
+            // steady-state cost.
+            waf_bench::run_ours(&waf, &conn, &req);
+            measured(n, || {
+                waf_bench::run_ours(black_box(&waf), &conn, black_box(&req))
+            })
+        }
+        "modsec" => {
+            let modsec = waf_bench::modsec::ModSecurity::new(&waf_bench::config(pl))
+                .unwrap_or_else(|e| panic!("libmodsecurity: {e}"));
+            let prepared = waf_bench::modsec::PreparedRequest::new(&req);
+            modsec.run(&prepared);
+            measured(n, || modsec.run(black_box(&prepared)))
+        }
+        other => panic!("engine is ours or modsec, not {other}"),
+    };
+    println!("{name} x{n} at PL{pl} ({engine}): {blocked:?}");
+}
+
+/// The measured loop; callgrind collects only inside it.
+#[inline(never)]
+fn measured(n: usize, mut run: impl FnMut() -> Option<u16>) -> Option<u16> {
+    let mut blocked = None;
+    for _ in 0..n {
+        blocked = run();
+    }
+    blocked
+}
