@@ -33,17 +33,26 @@ THREADS="${THREADS:-1}"
 BACKEND_CPUS="${BACKEND_CPUS:-0}"
 GATEWAY_CPUS="${GATEWAY_CPUS:-1}"
 WRK_CPUS="${WRK_CPUS:-0}"
-GATEWAYS="${GATEWAYS:-nginx modsec proxy-off proxy-crs-pl1}"
+GATEWAYS="${GATEWAYS:-nginx modsec proxy-off proxy-crs-pl1 proxy-all}"
 BACKEND_PORT="${BACKEND_PORT:-18091}"
 GATEWAY_PORT="${GATEWAY_PORT:-18080}"
 NGINX="${NGINX:-/usr/sbin/nginx}"
 MODSEC_MODULE="${MODSEC_MODULE:-/usr/lib/nginx/modules/ngx_http_modsecurity_module.so}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 WAF_PROXY_BIN="${WAF_PROXY_BIN:-$CARGO_TARGET_DIR/release/waf-proxy}"
-# waf-proxy variants: name|arguments. {listen}, {upstream} and {rules} are substituted.
-# TODO(waf-proxy CLI): adjust to the real flags once `waf-proxy demo` / the config file land.
-WAF_PROXY_VARIANTS="${WAF_PROXY_VARIANTS:-proxy-off|demo --listen {listen} --upstream {upstream} --no-rules
-proxy-crs-pl1|demo --listen {listen} --upstream {upstream} --rules {rules}}"
+# waf-proxy variants: name|the `waf = ...` line of the variant's host ({crs} is the CRS
+# directory, {rules} the ModSecurity-equivalent CRS PL1 config). Each variant gets a config
+# file (one current_thread worker, access log off) and runs as `waf-proxy run --config`.
+if [ -z "${WAF_PROXY_VARIANTS:-}" ]; then
+  WAF_PROXY_VARIANTS=$(cat <<'VARIANTS'
+proxy-off|waf = { mode = "off" }
+proxy-crs-pl1|waf = { mode = "block", crs = "{crs}", paranoia = 1 }
+proxy-all|waf = { mode = "block", crs = "{crs}", paranoia = 1 }
+headers = { hsts = "max-age=31536000", content_type_options = true, frame_options = "DENY", referrer_policy = "no-referrer", csp = "default-src 'self'" }
+cookies = { secure = true, http_only = true, same_site = "Lax" }
+VARIANTS
+)
+fi
 
 WORK="$(mktemp -d /tmp/waf-load.XXXXXX)"
 RESULTS="$ROOT/benches/results"
@@ -187,13 +196,29 @@ start_gateway_inner() {
         "${PROXY_BLOCK/MODSEC_LINES/modsecurity on; modsecurity_rules_file $WORK/crs-pl1.conf;}")"
       ;;
     proxy-*)
-      local args
-      args=$(printf '%s\n' "$WAF_PROXY_VARIANTS" | sed -n "s/^$1|//p")
-      args=${args//\{listen\}/127.0.0.1:$GATEWAY_PORT}
-      args=${args//\{upstream\}/127.0.0.1:$BACKEND_PORT}
-      args=${args//\{rules\}/$WORK/crs-pl1.conf}
-      # shellcheck disable=SC2086 # the variant's arguments are split on purpose
-      taskset -c "$GATEWAY_CPUS" "$WAF_PROXY_BIN" $args >"$WORK/$1.log" 2>&1 &
+      local waf
+      # The variant's lines: everything after "name|" up to the next variant.
+      waf=$(printf '%s\n' "$WAF_PROXY_VARIANTS" | awk -v n="$1" -F'|' '
+        /^proxy-[a-z0-9-]+\|/ { on = ($1 == n); if (on) { sub(/^[^|]*\|/, ""); print }; next }
+        on { print }')
+      waf=${waf//\{crs\}/${CRS_DIR:-$ROOT/../shared/crs}}
+      waf=${waf//\{rules\}/$WORK/crs-pl1.conf}
+      cat >"$WORK/$1.toml" <<TOML
+[server]
+listen = ["127.0.0.1:$GATEWAY_PORT"]
+workers = 1
+reload_poll_ms = 0
+[log]
+access = "off"
+[[upstream]]
+name = "backend"
+servers = ["127.0.0.1:$BACKEND_PORT"]
+[[host]]
+names = ["*"]
+upstream = "backend"
+$waf
+TOML
+      taskset -c "$GATEWAY_CPUS" "$WAF_PROXY_BIN" run --config "$WORK/$1.toml" >"$WORK/$1.log" 2>&1 &
       PIDS+=($!)
       ;;
   esac
