@@ -132,6 +132,10 @@ impl TxState {
             return Verdict::Continue;
         }
         self.stage = Stage::ExpectRequestBody;
+        if self.mode == EngineMode::Off {
+            // No rule runs (and so no ctl can turn the engine on): copy nothing.
+            return Verdict::Continue;
+        }
         request::set_request_line(&mut self.data, head.method, head.uri, head.version);
         let separator = self.program.config.argument_separator;
         let limit = self.program.config.arguments_limit;
@@ -373,6 +377,9 @@ impl TxState {
             return Verdict::Continue;
         }
         self.stage = Stage::ExpectResponseBody;
+        if self.mode == EngineMode::Off {
+            return Verdict::Continue;
+        }
         self.data.response_status = head.status.to_string().into_bytes();
         self.data.response_protocol = head.version.to_vec();
         self.data.response_headers = head
