@@ -334,7 +334,12 @@ pub async fn handle(
         let mut up_req = Request::new(body);
         *up_req.method_mut() = parts.method.clone();
         *up_req.uri_mut() = uri;
-        *up_req.headers_mut() = base_headers.clone();
+        // The last attempt takes the headers; earlier ones (a retry may follow) copy them.
+        *up_req.headers_mut() = if attempt + 1 == order.len() {
+            std::mem::take(&mut base_headers)
+        } else {
+            base_headers.clone()
+        };
         fin.rec.upstream = Some(server.authority.to_string());
         let result =
             tokio::time::timeout(upstream.config.read_timeout, client.request(up_req)).await;

@@ -1,6 +1,6 @@
 //! Engine settings from `Sec*` directives.
 
-use crate::actions::ctl::{parse_engine_mode, BodyProcessor};
+use crate::actions::ctl::parse_engine_mode;
 use crate::error::{Error, ErrorKind, Warning};
 use crate::limits;
 use crate::seclang::Span;
@@ -34,9 +34,6 @@ pub(crate) struct Config {
     pub(crate) component_signatures: Vec<String>,
     pub(crate) web_app_id: String,
     pub(crate) collection_timeout_secs: u64,
-    /// Default body processor when no rule picks one (none: by Content-Type).
-    #[allow(dead_code)] // set by future directives; kept for symmetry with ctl
-    pub(crate) default_body_processor: Option<BodyProcessor>,
 }
 
 impl Default for Config {
@@ -57,7 +54,6 @@ impl Default for Config {
             component_signatures: Vec::new(),
             web_app_id: "default".to_string(),
             collection_timeout_secs: 3600,
-            default_body_processor: None,
         }
     }
 }

@@ -13,7 +13,6 @@ mod rule;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
 
 use crate::actions::{self, Action, Disruptive};
 use crate::error::{Error, ErrorKind, Location, Warning};
@@ -35,9 +34,6 @@ pub(crate) struct Program {
     pub(crate) phases: [Vec<Step>; 5],
     /// One prefilter per transformation chain (see [`prefilter`]).
     pub(crate) prefilters: Vec<prefilter::Prefilter>,
-    /// Number of distinct transformation-chain prefixes (cache key space).
-    #[allow(dead_code)]
-    pub(crate) prefix_count: u32,
     pub(crate) warnings: Vec<Warning>,
     /// Persistent collections (`IP`, `GLOBAL`, ...), shared by the transactions of this
     /// `Waf`.
@@ -51,7 +47,7 @@ pub(crate) struct Program {
 pub(crate) enum Step {
     /// Run `Program::rules[i]`.
     Rule(usize),
-    /// A `SecMarker` (the name is in `Program::markers`; only its position matters).
+    /// A `SecMarker`: only its position matters (`skipAfter` targets are resolved to it).
     Marker,
 }
 
@@ -234,7 +230,6 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         config,
         rules,
         phases,
-        prefix_count: interner.next,
         warnings,
         store: Default::default(),
         serial: Default::default(),
@@ -758,13 +753,4 @@ fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
         ));
     }
     Ok((variable, selector))
-}
-
-/// Programs are shared by every transaction of a `Waf`; the store is the only part that
-/// changes, behind a lock.
-#[allow(dead_code)]
-fn assert_sync() {
-    fn is_sync<T: Sync + Send>() {}
-    is_sync::<Program>();
-    is_sync::<Mutex<()>>();
 }

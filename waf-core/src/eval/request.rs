@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 
 use super::data::TxData;
+use crate::body::urlencoded::hex_val;
 
 /// Percent-decodes `%XX`; invalid sequences are kept as they are. Borrows when there is
 /// nothing to decode.
@@ -19,7 +20,7 @@ pub(crate) fn percent_decode(input: &[u8]) -> Cow<'_, [u8]> {
     let mut i = 0;
     while i < input.len() {
         if input[i] == b'%' && i + 2 < input.len() {
-            if let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2])) {
+            if let (Some(h), Some(l)) = (hex_val(input[i + 1]), hex_val(input[i + 2])) {
                 out.push(h << 4 | l);
                 i += 3;
                 continue;
@@ -29,15 +30,6 @@ pub(crate) fn percent_decode(input: &[u8]) -> Cow<'_, [u8]> {
         i += 1;
     }
     Cow::Owned(out)
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Fills the request-line variables of `data`.
