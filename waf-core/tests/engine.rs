@@ -399,3 +399,52 @@ fn allow_stops_inspection() {
     ));
     assert_eq!(get(&w, "/?a=x").blocked(), None);
 }
+
+/// Transactions reuse the tables of finished ones (`eval/pool.rs`); nothing of a request may
+/// be visible to the next: TX variables, captures and cached transformations start empty.
+#[test]
+fn recycled_transactions_start_empty() {
+    let waf = waf(&format!(
+        "{ON}{}",
+        r#"
+        SecRule ARGS:mark "@rx ^(set)$" "id:1,phase:1,pass,capture,setvar:tx.flag=%{tx.1},setvar:'tx.name_%{tx.1}=1'"
+        SecRule &TX:flag "@eq 1" "id:2,phase:1,pass,log"
+        SecRule TX:/^name_/ "@rx ." "id:3,phase:1,pass,log"
+        SecRule TX:1 "@rx ." "id:4,phase:1,pass,log"
+        SecRule ARGS "@rx SET" "id:5,phase:1,pass,log,t:uppercase"
+    "#
+    ));
+    let first = run(
+        &waf,
+        "GET",
+        "/?mark=set",
+        &[("Host", "a")],
+        b"",
+        ("200", b""),
+    );
+    assert_eq!(first.ids(), vec![1, 2, 3, 4, 5]);
+    for _ in 0..3 {
+        let next = run(
+            &waf,
+            "GET",
+            "/?other=x",
+            &[("Host", "a")],
+            b"",
+            ("200", b""),
+        );
+        assert_eq!(
+            next.ids(),
+            Vec::<u64>::new(),
+            "state leaked into the next transaction"
+        );
+        let again = run(
+            &waf,
+            "GET",
+            "/?mark=set",
+            &[("Host", "a")],
+            b"",
+            ("200", b""),
+        );
+        assert_eq!(again.ids(), vec![1, 2, 3, 4, 5]);
+    }
+}

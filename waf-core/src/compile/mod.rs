@@ -40,6 +40,8 @@ pub(crate) struct Program {
     pub(crate) store: crate::eval::store::Store,
     /// Transactions started, for `UNIQUE_ID`.
     pub(crate) serial: std::sync::atomic::AtomicU64,
+    /// Tables of finished transactions, reused by the next ones.
+    pub(crate) pool: crate::eval::Pool,
 }
 
 /// One step of a phase.
@@ -233,6 +235,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         warnings,
         store: Default::default(),
         serial: Default::default(),
+        pool: Default::default(),
     })
 }
 

@@ -58,18 +58,20 @@ struct GroupDraft {
 /// Gives every eligible rule (chained ones too) a [`PrefilterRef`] and builds the
 /// automata.
 pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
-    // Keyed by the chain's last prefix id (`u32::MAX`: no transformation).
-    let mut groups: HashMap<u32, GroupDraft> = HashMap::new();
-    fn visit(rule: &mut Rule, groups: &mut HashMap<u32, GroupDraft>) {
+    // Keyed by the phase and the chain's last prefix id (`u32::MAX`: no transformation).
+    let mut groups: HashMap<(u8, u32), GroupDraft> = HashMap::new();
+    fn visit(rule: &mut Rule, phase: u8, groups: &mut HashMap<(u8, u32), GroupDraft>) {
         if let Some(op) = &rule.operator {
             if !rule.multi_match {
                 if let Some(literals) = op.operator.required_literals() {
                     let chain_key = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
                     let next_group = groups.len() as u32;
-                    let draft = groups.entry(chain_key).or_insert_with(|| GroupDraft {
-                        index: next_group,
-                        ..GroupDraft::default()
-                    });
+                    let draft = groups
+                        .entry((phase, chain_key))
+                        .or_insert_with(|| GroupDraft {
+                            index: next_group,
+                            ..GroupDraft::default()
+                        });
                     let bit = draft.bits;
                     draft.bits += 1;
                     for l in literals {
@@ -83,11 +85,12 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
             }
         }
         if let Some(child) = &mut rule.chain {
-            visit(child, groups);
+            visit(child, phase, groups);
         }
     }
     for rule in rules.iter_mut() {
-        visit(rule, &mut groups);
+        let phase = rule.phase;
+        visit(rule, phase, &mut groups);
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
     for (_, draft) in groups {

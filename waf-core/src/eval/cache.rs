@@ -107,6 +107,17 @@ impl TransformCache {
         self.candidates.clear();
     }
 
+    /// Clears the cache for another transaction; false when its tables grew too large to
+    /// be worth keeping (a request with many values), and it should be dropped instead.
+    pub(crate) fn clear_for_reuse(&mut self) -> bool {
+        self.clear();
+        self.map.capacity() <= 16 * 1024
+            && self.prefiltered.capacity() <= 16 * 1024
+            && self.arena.capacity() <= 16 * 1024
+            && self.bits.capacity() <= 64 * 1024
+            && self.candidates.capacity() <= 1024
+    }
+
     /// The candidate lists of `variable` for a prefilter group, if already built.
     pub(crate) fn candidates(&self, variable: Variable, group: u32) -> Option<&Candidates> {
         self.candidates.get(&(variable, group))

@@ -136,7 +136,7 @@ pub(crate) struct TxData {
     pub(crate) inbound_data_error: bool,
 
     /// `TX`, keys lower-cased.
-    pub(crate) tx: HashMap<Vec<u8>, Vec<u8>, FastState>,
+    pub(crate) tx: super::vars::TxVars,
     /// Persistent collections loaded by `initcol`: (record key, record).
     pub(crate) collections: HashMap<CollectionName, (Vec<u8>, Record)>,
     /// `ENV`, keys lower-cased.
@@ -439,7 +439,42 @@ impl TxData {
                     );
                 }
             }
-            V::Tx => map(&self.tx, f),
+            V::Tx => match selector {
+                Selector::Key(k) => {
+                    if let Some(v) = self.tx.get(k) {
+                        if !excluded(k) {
+                            f(
+                                None,
+                                VarName {
+                                    variable,
+                                    key: Some(k),
+                                },
+                                v,
+                            );
+                        }
+                    }
+                }
+                _ => {
+                    // Sorted by name, as for the other maps, so the order does not depend
+                    // on which names a recycled table saw first.
+                    let mut vars: Vec<(&[u8], &[u8])> = self
+                        .tx
+                        .iter()
+                        .filter(|(k, _)| selector.matches(k) && !excluded(k))
+                        .collect();
+                    vars.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    for (k, v) in vars {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(k),
+                            },
+                            v,
+                        );
+                    }
+                }
+            },
             V::Env => map(&self.env, f),
             V::Ip | V::Global | V::Session | V::User | V::Resource => {
                 let col = match variable {

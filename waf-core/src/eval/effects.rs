@@ -58,18 +58,9 @@ impl TxState {
         match s.collection {
             CollectionName::Tx => match value {
                 // Overwrite in place when the variable exists: no allocation.
-                Some(v) => match self.data.tx.get_mut(&*key) {
-                    Some(slot) => {
-                        slot.clear();
-                        slot.extend_from_slice(&v);
-                    }
-                    None => {
-                        let (k, v) = (key.into_owned(), v.into_owned());
-                        self.data.tx.insert(k, v);
-                    }
-                },
+                Some(v) => self.data.tx.set(&key, &v),
                 None => {
-                    self.data.tx.remove(&*key);
+                    self.data.tx.remove(&key);
                 }
             },
             col => {
@@ -94,7 +85,7 @@ impl TxState {
 
     fn var_value(&self, col: CollectionName, key: &[u8]) -> Option<&[u8]> {
         match col {
-            CollectionName::Tx => self.data.tx.get(key).map(Vec::as_slice),
+            CollectionName::Tx => self.data.tx.get(key),
             col => self
                 .data
                 .collections

@@ -12,7 +12,10 @@ mod rules;
 
 pub(crate) use rules::selects;
 pub(crate) mod store;
+pub(crate) use pool::Pool;
+mod pool;
 mod time;
+mod vars;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -65,6 +68,17 @@ pub(crate) struct TxState {
     scratch: rules::MatchScratch,
 }
 
+impl Drop for TxState {
+    /// Leaves the transaction's tables to the next transaction (see [`pool`]).
+    fn drop(&mut self) {
+        self.program.pool.put(pool::Recycled {
+            tx: std::mem::take(&mut self.data.tx),
+            cache: std::mem::take(&mut self.cache),
+            scratch: std::mem::take(&mut self.scratch),
+        });
+    }
+}
+
 impl TxState {
     pub(crate) fn new(
         waf: Waf,
@@ -76,6 +90,7 @@ impl TxState {
         let config = &program.config;
         let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
         let serial = program.next_serial();
+        let recycled = program.pool.take();
         let data = TxData {
             remote_addr: conn.client.ip().to_string().into_bytes(),
             remote_port: conn.client.port().to_string().into_bytes(),
@@ -88,6 +103,7 @@ impl TxState {
             epoch_secs: since.as_secs(),
             highest_severity: 255,
             web_app_id: config.web_app_id.clone().into_bytes(),
+            tx: recycled.tx,
             ..TxData::default()
         };
         TxState {
@@ -98,7 +114,7 @@ impl TxState {
             response_body_limit: config.response_body_limit,
             data,
             program,
-            cache: TransformCache::default(),
+            cache: recycled.cache,
             stage: Stage::ExpectRequestHeaders,
             body_processor: None,
             force_request_body_variable: false,
@@ -111,7 +127,7 @@ impl TxState {
             matched: Vec::new(),
             request_body_over_limit: false,
             response_body_over_limit: false,
-            scratch: rules::MatchScratch::default(),
+            scratch: recycled.scratch,
         }
     }
 
@@ -459,7 +475,7 @@ impl TxState {
             self.data
                 .tx
                 .get(name)
-                .map_or(0, |v| crate::actions::setvar::parse_int(v))
+                .map_or(0, crate::actions::setvar::parse_int)
         };
         Report {
             unique_id: String::from_utf8_lossy(&self.data.unique_id).into_owned(),

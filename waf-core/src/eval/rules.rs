@@ -52,6 +52,12 @@ impl MatchScratch {
         self.captures.clear();
     }
 
+    /// Clears the scratch for another transaction; false when it grew too large to keep.
+    pub(super) fn clear_for_reuse(&mut self) -> bool {
+        self.clear();
+        self.buf.capacity() <= 256 * 1024 && self.matches.capacity() <= 4096
+    }
+
     fn push(&mut self, name: &VarName<'_>, value: &[u8], captured: bool) {
         let start = self.buf.len();
         name.render(&mut self.buf);
@@ -338,15 +344,7 @@ impl TxState {
             {
                 let group = &scratch.buf[r.clone()];
                 let key = [b'0' + n as u8];
-                match self.data.tx.get_mut(&key[..]) {
-                    Some(slot) => {
-                        slot.clear();
-                        slot.extend_from_slice(group);
-                    }
-                    None => {
-                        self.data.tx.insert(key.to_vec(), group.to_vec());
-                    }
-                }
+                self.data.tx.set(&key, group);
             }
             for effect in &rule.effects {
                 self.apply_effect(effect);

@@ -202,6 +202,7 @@ impl Operator {
     pub(crate) fn required_literals(&self) -> Option<&[Vec<u8>]> {
         match self {
             Operator::Rx(rx) => rx.required_literals(),
+            Operator::Pm(pm) => pm.required_literals(),
             _ => None,
         }
     }

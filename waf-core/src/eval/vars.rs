@@ -1,0 +1,128 @@
+//! The `TX` collection: a map from names to values that keeps its buffers when cleared.
+//!
+//! CRS sets about a hundred `TX` variables on every request (its 901 rules copy the setup
+//! into `TX`, then every rule adds to the scores), and they are the same names request after
+//! request. A `HashMap<Vec<u8>, Vec<u8>>` allocates a key and a value for each of them per
+//! transaction. [`TxVars`] instead marks its entries dead on [`TxVars::clear`] and revives
+//! them in place when the name is set again, so a recycled transaction (see
+//! [`super::pool`]) sets its `TX` variables without allocating.
+//!
+//! Names stay in the table while dead; [`TxVars::clear`] drops everything once the table
+//! holds more than [`MAX_RETAINED`] names, so names made from request data (CRS builds
+//! `tx.header_name_920450_<header>`) cannot grow it without bound.
+
+use std::collections::HashMap;
+
+use super::cache::FastState;
+
+/// Names kept across [`TxVars::clear`]; beyond this the table starts empty again.
+const MAX_RETAINED: usize = 1024;
+
+/// One variable: its name, value, and whether it is set in this transaction.
+#[derive(Debug)]
+struct Entry {
+    name: Vec<u8>,
+    value: Vec<u8>,
+    live: bool,
+}
+
+/// The `TX` collection of one transaction.
+#[derive(Debug, Default)]
+pub(crate) struct TxVars {
+    /// Name → index in `entries`, for live and dead entries.
+    index: HashMap<Vec<u8>, usize, FastState>,
+    entries: Vec<Entry>,
+}
+
+impl TxVars {
+    /// The value of `name`, if set.
+    pub(crate) fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        let &i = self.index.get(name)?;
+        let e = &self.entries[i];
+        e.live.then_some(e.value.as_slice())
+    }
+
+    /// Sets `name` to `value`, reusing the entry's buffer when the name was seen before.
+    pub(crate) fn set(&mut self, name: &[u8], value: &[u8]) {
+        match self.index.get(name) {
+            Some(&i) => {
+                let e = &mut self.entries[i];
+                e.value.clear();
+                e.value.extend_from_slice(value);
+                e.live = true;
+            }
+            None => {
+                self.index.insert(name.to_vec(), self.entries.len());
+                self.entries.push(Entry {
+                    name: name.to_vec(),
+                    value: value.to_vec(),
+                    live: true,
+                });
+            }
+        }
+    }
+
+    /// Unsets `name`.
+    pub(crate) fn remove(&mut self, name: &[u8]) {
+        if let Some(&i) = self.index.get(name) {
+            self.entries[i].live = false;
+        }
+    }
+
+    /// The variables set, as (name, value), in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.entries
+            .iter()
+            .filter(|e| e.live)
+            .map(|e| (e.name.as_slice(), e.value.as_slice()))
+    }
+
+    /// Unsets every variable, keeping names and buffers for the next transaction (up to
+    /// [`MAX_RETAINED`] names).
+    pub(crate) fn clear(&mut self) {
+        if self.entries.len() > MAX_RETAINED {
+            *self = TxVars::default();
+            return;
+        }
+        for e in &mut self.entries {
+            e.live = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_remove_and_clear_keep_semantics() {
+        let mut v = TxVars::default();
+        assert_eq!(v.get(b"a"), None);
+        v.set(b"a", b"1");
+        v.set(b"b", b"2");
+        v.set(b"a", b"3");
+        assert_eq!(v.get(b"a"), Some(&b"3"[..]));
+        assert_eq!(v.iter().count(), 2);
+        v.remove(b"a");
+        assert_eq!(v.get(b"a"), None);
+        assert_eq!(v.iter().count(), 1);
+        v.remove(b"a");
+        assert_eq!(v.iter().count(), 1);
+        v.clear();
+        assert_eq!(v.get(b"b"), None);
+        assert_eq!(v.iter().count(), 0);
+        v.set(b"b", b"");
+        assert_eq!(v.get(b"b"), Some(&b""[..]));
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![(&b"b"[..], &b""[..])]);
+    }
+
+    #[test]
+    fn clear_forgets_names_beyond_the_retention_limit() {
+        let mut v = TxVars::default();
+        for i in 0..=MAX_RETAINED {
+            v.set(format!("n{i}").as_bytes(), b"x");
+        }
+        v.clear();
+        assert!(v.entries.is_empty() && v.index.is_empty());
+    }
+}
