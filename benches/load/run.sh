@@ -42,7 +42,9 @@
 # WRK_CPUS (and THREADS).
 #
 # Each (gateway, scenario) pair gets a freshly started gateway, two probes, a warm-up
-# (WARMUP, not measured) and then the measurement (DURATION). Columns:
+# (WARMUP, not measured; then a wait until the gateway is idle again) and then the
+# measurement (DURATION; wrk --timeout TIMEOUT, long enough that the WAF gateways' queueing
+# under 64 connections shows in the latency instead of as timeouts). Columns:
 #   req/s          wrk's Requests/sec
 #   p50, p99       wrk's latency percentiles (--latency)
 #   gateway CPU    utime+stime of the gateway's processes (nginx: master + worker) from
@@ -68,6 +70,7 @@ ROOT=$PWD
 
 DURATION="${DURATION:-10s}"
 WARMUP="${WARMUP:-1s}"        # 0 = no warm-up
+TIMEOUT="${TIMEOUT:-30s}"     # wrk --timeout: slower responses count as errors, not latency
 CONNECTIONS="${CONNECTIONS:-64}"
 THREADS="${THREADS:-1}"
 BACKEND_CPUS="${BACKEND_CPUS:-0}"
@@ -347,7 +350,21 @@ run_wrk() { # $1 duration, then wrk arguments; output on stdout
   local d="$1"
   shift
   taskset -c "$WRK_CPUS" env LD_PRELOAD="$WORK/no_resume.so" \
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$d" --latency "$@" 2>&1
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$d" --timeout "$TIMEOUT" --latency "$@" 2>&1
+}
+
+# Waits until the gateway is idle (under 2 ticks of CPU in 0.5 s), at most 60 s: a slow
+# gateway is still working through requests the warm-up abandoned when it stopped, and that
+# backlog must not be counted in the measurement.
+wait_idle() {
+  local a b
+  for _ in $(seq 1 120); do
+    a=$(gateway_ticks)
+    sleep 0.5
+    b=$(gateway_ticks)
+    [ $((b - a)) -lt 2 ] && return 0
+  done
+  echo "load: gateway still busy 60 s after the warm-up" >&2
 }
 
 # wrk output → "req/s|p50|p99|errors|requests"
@@ -372,7 +389,10 @@ measure() {
   local benign sqli
   benign=$(probe "$URL_BASE/index.html?page=2&sort=name")
   sqli=$(probe "$URL_BASE/index.html?id=1%27%20OR%20%271%27%3D%271")
-  [ "$WARMUP" != 0 ] && run_wrk "$WARMUP" "${WRK_ARGS[@]}" >"$WORK/warmup-$gw-$scenario.txt"
+  if [ "$WARMUP" != 0 ]; then
+    run_wrk "$WARMUP" "${WRK_ARGS[@]}" >"$WORK/warmup-$gw-$scenario.txt"
+    wait_idle
+  fi
   local t0 t1 c0 c1
   c0=$(gateway_ticks)
   t0=$(date +%s.%N)
@@ -402,7 +422,7 @@ measure() {
 {
   echo "# Load benchmark $STAMP"
   echo
-  echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION (after a $WARMUP warm-up), backend nginx on CPU $BACKEND_CPUS, gateway on CPU $GATEWAY_CPUS, wrk on CPU $WRK_CPUS;"
+  echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --timeout $TIMEOUT (after a $WARMUP warm-up), backend nginx on CPU $BACKEND_CPUS, gateway on CPU $GATEWAY_CPUS, wrk on CPU $WRK_CPUS;"
   echo "gateway restarted per scenario. TLS: self-signed ECDSA P-256 certificate, a full handshake per request."
   echo "$(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg). Host: $(uname -nr); $($NGINX -v 2>&1 | sed 's/.*: //'), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(openssl version | cut -d' ' -f1-2)."
   echo
