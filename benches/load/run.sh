@@ -426,6 +426,10 @@ measure() {
   echo "gateway restarted per scenario. TLS: self-signed ECDSA P-256 certificate, a full handshake per request."
   echo "$(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg). Host: $(uname -nr); $($NGINX -v 2>&1 | sed 's/.*: //'), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(openssl version | cut -d' ' -f1-2)."
   echo
+  echo "Gateway CPU: utime+stime of the gateway's processes over the measurement, % of one core; CPU/req: that"
+  echo "time per completed request; peak RSS: VmHWM summed over the gateway's processes (nginx: master + worker),"
+  echo "over its life (start-up, probes, warm-up, this scenario's measurement); errors: non-2xx + socket errors."
+  echo
   echo "| scenario | gateway | req/s | p50 | p99 | gateway CPU | CPU/req | peak RSS | errors | vs plain nginx | benign → | SQLi → |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } | tee "$OUT"
