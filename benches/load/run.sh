@@ -36,16 +36,19 @@
 # CPU placement on 2 cores: the backend nginx (one worker) and wrk (one thread) share CPU 0,
 # the gateway (one nginx worker / one waf-proxy worker) has CPU 1 to itself, so the gateway's
 # throughput is what is measured as long as it is the bottleneck. Where it is not (plain
-# nginx; and the TLS scenario, where OpenSSL 3.0's client side of a handshake costs wrk more
-# CPU than the server side costs the gateway), the gateway CPU column is well below 100 %
-# and CPU/req is the figure to compare. With more cores set BACKEND_CPUS, GATEWAY_CPUS,
+# nginx; and the TLS scenario for every gateway but modsec, where OpenSSL 3.0's client side
+# of a handshake costs wrk more CPU than the server side costs the gateway), the gateway CPU
+# column is well below 100 % and CPU/req is the figure to compare. On a shared machine the
+# gateway CPU column also shows how much of CPU 1 the gateway actually got. With more cores set BACKEND_CPUS, GATEWAY_CPUS,
 # WRK_CPUS (and THREADS).
 #
 # Each (gateway, scenario) pair gets a freshly started gateway, two probes, a warm-up
 # (WARMUP, not measured; then a wait until the gateway is idle again) and then the
 # measurement (DURATION; wrk --timeout TIMEOUT, long enough that the WAF gateways' queueing
 # under 64 connections shows in the latency instead of as timeouts). Columns:
-#   req/s          wrk's Requests/sec
+#   req/s          wrk's Requests/sec (nginx+ModSecurity on the 10 KB POST completes a few
+#                  requests per second with 64 queued: under heavy contention it can finish
+#                  none within DURATION and show 0; lengthen DURATION then)
 #   p50, p99       wrk's latency percentiles (--latency)
 #   gateway CPU    utime+stime of the gateway's processes (nginx: master + worker) from
 #                  /proc/PID/stat, after minus before the measurement, over its wall time:
