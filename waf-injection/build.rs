@@ -134,6 +134,19 @@ fn tables() -> String {
         fp_slots[slot] = key;
     }
 
+    // First words (and word runs) of multi-word entries, by length and first letter.
+    let mut phrase_starts = [0u32; 32];
+    for (w, _) in &words {
+        let mut end = 0;
+        while let Some(space) = w[end..].find(' ') {
+            let prefix = &w.as_bytes()[..end + space];
+            let letter = prefix[0].wrapping_sub(b'A');
+            assert!(letter < 26, "multi-word entries start with a letter: {w}");
+            phrase_starts[prefix.len()] |= 1 << letter;
+            end += space + 1;
+        }
+    }
+
     let mut s = String::new();
     writeln!(
         s,
@@ -155,6 +168,7 @@ fn tables() -> String {
     writeln!(s, "];").expect("write");
     let kinds: Vec<u8> = keys.iter().map(|(_, t)| *t).collect();
     writeln!(s, "static WORD_KINDS: [u8; {}] = {kinds:?};", kinds.len()).expect("write");
+    writeln!(s, "static PHRASE_STARTS: [u32; 32] = {phrase_starts:?};").expect("write");
     writeln!(s, "static FP_SLOTS: [u64; {fp_len}] = {fp_slots:?};").expect("write");
     s
 }

@@ -7,7 +7,7 @@
 //! detector with ns/call closes the run.
 //!
 //! `cargo bench -p waf-injection --bench detect` (criterion filters work:
-//! `-- sqli/`). Groups are named `<detector kind>/<implementation>`; XSS groups go beside
+//! `-- sqli/`); `WAF_BENCH_PROFILE=sqli` runs only our detector, for a profiler. Groups are named `<detector kind>/<implementation>`; XSS groups go beside
 //! the SQLi ones.
 
 #[path = "../tests/common/mod.rs"]
@@ -107,6 +107,22 @@ fn summary_sqli(inputs: &[Vec<u8>], oracle: &Oracle) {
 
 fn main() {
     let inputs = sample();
+    // `WAF_BENCH_PROFILE=sqli` runs only our detector, a few passes, for a profiler
+    // (`valgrind --tool=callgrind --toggle-collect='*detect_sqli*' <bench binary>`).
+    if let Ok(which) = std::env::var("WAF_BENCH_PROFILE") {
+        if which == "sqli" {
+            let hits = (0..3)
+                .map(|_| {
+                    inputs
+                        .iter()
+                        .filter(|i| waf_injection::detect_sqli(black_box(i)).is_some())
+                        .count()
+                })
+                .sum::<usize>();
+            println!("profile sqli: {hits} hits");
+        }
+        return;
+    }
     let oracle = Oracle::load();
     println!("benchmark inputs: {}", inputs.len());
     let mut c = config();

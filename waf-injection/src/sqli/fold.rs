@@ -5,7 +5,7 @@
 //! Tokens are read lazily: folding stops as soon as five tokens are settled, so a long
 //! input is only tokenized as far as its first few SQL-looking tokens.
 
-use super::keywords::lookup_word;
+use super::keywords::{lookup_buf, may_start_phrase};
 use super::token::{kind, Token, VALUE_SIZE};
 use super::tokenizer::Tokenizer;
 
@@ -81,22 +81,22 @@ pub(crate) fn fold(tz: &mut Tokenizer<'_>, tokens: &mut TokenVec) -> usize {
             continue;
         }
 
-        let a = tokens[left];
-        let b = tokens[left + 1];
-        if a.kind == kind::STRING && b.kind == kind::STRING {
+        let a = tokens[left].kind;
+        let b = tokens[left + 1].kind;
+        if a == kind::STRING && b == kind::STRING {
             // "ss" -> "s": 'foo' 'bar' is valid SQL.
             pos -= 1;
             continue;
-        } else if a.kind == kind::SEMICOLON && b.kind == kind::SEMICOLON {
+        } else if a == kind::SEMICOLON && b == kind::SEMICOLON {
             pos -= 1;
             continue;
-        } else if (a.kind == kind::OPERATOR || a.kind == kind::LOGIC_OPERATOR)
-            && (b.is_unary_op() || b.kind == kind::SQLTYPE)
+        } else if (a == kind::OPERATOR || a == kind::LOGIC_OPERATOR)
+            && (tokens[left + 1].is_unary_op() || b == kind::SQLTYPE)
         {
             pos -= 1;
             left = 0;
             continue;
-        } else if a.kind == kind::LEFTPARENS && b.is_unary_op() {
+        } else if a == kind::LEFTPARENS && tokens[left + 1].is_unary_op() {
             pos -= 1;
             left = left.saturating_sub(1);
             continue;
@@ -104,35 +104,36 @@ pub(crate) fn fold(tz: &mut Tokenizer<'_>, tokens: &mut TokenVec) -> usize {
             pos -= 1;
             left = left.saturating_sub(1);
             continue;
-        } else if a.kind == kind::SEMICOLON
-            && b.kind == kind::FUNCTION
-            && matches!(b.byte(0), b'I' | b'i')
-            && matches!(b.byte(1), b'F' | b'f')
+        } else if a == kind::SEMICOLON
+            && b == kind::FUNCTION
+            && matches!(tokens[left + 1].byte(0), b'I' | b'i')
+            && matches!(tokens[left + 1].byte(1), b'F' | b'f')
         {
             // `; IF` starts a Transact-SQL statement.
             tokens[left + 1].kind = kind::TSQL;
             continue;
-        } else if (a.kind == kind::BAREWORD || a.kind == kind::VARIABLE)
-            && b.kind == kind::LEFTPARENS
-            && is_function_like_word(&a)
+        } else if (a == kind::BAREWORD || a == kind::VARIABLE)
+            && b == kind::LEFTPARENS
+            && is_function_like_word(&tokens[left])
         {
             tokens[left].kind = kind::FUNCTION;
             continue;
-        } else if a.kind == kind::KEYWORD && (a.is(b"IN") || a.is(b"NOT IN")) {
-            tokens[left].kind = if b.kind == kind::LEFTPARENS {
+        } else if a == kind::KEYWORD && (tokens[left].is(b"IN") || tokens[left].is(b"NOT IN")) {
+            tokens[left].kind = if b == kind::LEFTPARENS {
                 kind::OPERATOR
             } else {
                 kind::BAREWORD
             };
             continue;
-        } else if a.kind == kind::OPERATOR && (a.is(b"LIKE") || a.is(b"NOT LIKE")) {
-            if b.kind == kind::LEFTPARENS {
+        } else if a == kind::OPERATOR && (tokens[left].is(b"LIKE") || tokens[left].is(b"NOT LIKE"))
+        {
+            if b == kind::LEFTPARENS {
                 // SELECT LIKE(...: a function.
                 tokens[left].kind = kind::FUNCTION;
             }
-        } else if a.kind == kind::SQLTYPE
+        } else if a == kind::SQLTYPE
             && matches!(
-                b.kind,
+                b,
                 kind::BAREWORD
                     | kind::NUMBER
                     | kind::SQLTYPE
@@ -142,36 +143,36 @@ pub(crate) fn fold(tz: &mut Tokenizer<'_>, tokens: &mut TokenVec) -> usize {
                     | kind::STRING
             )
         {
-            tokens[left] = b;
+            tokens[left] = tokens[left + 1];
             pos -= 1;
             left = 0;
             continue;
-        } else if a.kind == kind::COLLATE && b.kind == kind::BAREWORD {
+        } else if a == kind::COLLATE && b == kind::BAREWORD {
             // Too many collations: one with `_` is a type.
-            if b.c_str_contains(b'_') {
+            if tokens[left + 1].c_str_contains(b'_') {
                 tokens[left + 1].kind = kind::SQLTYPE;
                 left = 0;
             }
-        } else if a.kind == kind::BACKSLASH {
-            if b.is_arithmetic_op() {
+        } else if a == kind::BACKSLASH {
+            if tokens[left + 1].is_arithmetic_op() {
                 // T-SQL reads `\%1` as `0 % 1`.
                 tokens[left].kind = kind::NUMBER;
             } else {
                 // … and `\1` as `1`.
-                tokens[left] = b;
+                tokens[left] = tokens[left + 1];
                 pos -= 1;
             }
             left = 0;
             continue;
-        } else if (a.kind == kind::LEFTPARENS && b.kind == kind::LEFTPARENS)
-            || (a.kind == kind::RIGHTPARENS && b.kind == kind::RIGHTPARENS)
+        } else if (a == kind::LEFTPARENS && b == kind::LEFTPARENS)
+            || (a == kind::RIGHTPARENS && b == kind::RIGHTPARENS)
         {
             pos -= 1;
             left = 0;
             continue;
-        } else if a.kind == kind::LEFTBRACE && b.kind == kind::BAREWORD {
+        } else if a == kind::LEFTBRACE && b == kind::BAREWORD {
             // MySQL's `{ ``.``.id }`: too rare to parse, blacklisted.
-            if b.len() == 0 {
+            if tokens[left + 1].len() == 0 {
                 tokens[left + 1].kind = kind::EVIL;
                 return left + 2;
             }
@@ -179,7 +180,7 @@ pub(crate) fn fold(tz: &mut Tokenizer<'_>, tokens: &mut TokenVec) -> usize {
             left = 0;
             pos -= 2;
             continue;
-        } else if b.kind == kind::RIGHTBRACE {
+        } else if b == kind::RIGHTBRACE {
             pos -= 1;
             left = 0;
             continue;
@@ -403,6 +404,9 @@ fn merge_words(tokens: &mut TokenVec, left: usize) -> bool {
     ) {
         return false;
     }
+    if !may_start_phrase(a.value()) {
+        return false;
+    }
     let (n1, n2) = (a.len(), b.len());
     let n3 = n1 + n2 + 1;
     if n3 >= VALUE_SIZE {
@@ -412,10 +416,9 @@ fn merge_words(tokens: &mut TokenVec, left: usize) -> bool {
     buf[..n1].copy_from_slice(a.value());
     buf[n1] = b' ';
     buf[n1 + 1..n3].copy_from_slice(b.value());
-    let merged = &buf[..n3];
-    match lookup_word(merged) {
+    match lookup_buf(&buf, n3) {
         Some(k) => {
-            tokens[left].assign(k, merged);
+            tokens[left].assign(k, &buf[..n3]);
             true
         }
         None => false,

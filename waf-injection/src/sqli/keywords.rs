@@ -15,7 +15,9 @@
 //! to the number parser); backtick strings can hold `0…`, but there only a function type
 //! counts, and merged words contain a space.
 
-use super::hash::{fp_slot, word_key, word_slot, WordKey, FP_SLOT_BITS, WORD_SLOT_BITS};
+use super::hash::{
+    fp_slot, word_key, word_key_buf, word_slot, WordKey, FP_SLOT_BITS, WORD_SLOT_BITS,
+};
 
 include!(concat!(env!("OUT_DIR"), "/sqli_tables.rs"));
 
@@ -23,17 +25,42 @@ include!(concat!(env!("OUT_DIR"), "/sqli_tables.rs"));
 /// there (`libinjection_sqli_lookup_word` with `LOOKUP_WORD`; `CHAR_NULL` is `None`).
 #[inline]
 pub(crate) fn lookup_word(word: &[u8]) -> Option<u8> {
-    let key = word_key(word)?;
+    lookup_key(&word_key(word)?)
+}
+
+/// [`lookup_word`] of the first `len` bytes of `buf`.
+#[inline]
+pub(crate) fn lookup_buf(buf: &[u8; 32], len: usize) -> Option<u8> {
+    lookup_key(&word_key_buf(buf, len)?)
+}
+
+#[inline]
+fn lookup_key(key: &WordKey) -> Option<u8> {
     let mask = (1usize << WORD_SLOT_BITS) - 1;
-    let mut slot = word_slot(&key);
+    let mut slot = word_slot(key);
     loop {
         let index = usize::from(WORD_SLOTS[slot & mask]);
         let entry = index.checked_sub(1)?;
-        if WORD_KEYS.get(entry) == Some(&key) {
+        if WORD_KEYS.get(entry) == Some(key) {
             return WORD_KINDS.get(entry).copied();
         }
         slot = (slot + 1) & mask;
     }
+}
+
+/// Whether some multi-word entry (`UNION ALL`, `LOCK IN SHARE MODE`) starts with `word`
+/// and a space: a quick filter before [`lookup_word`] on `"word next"`. It may say yes
+/// wrongly (it only checks the length and first letter), never no wrongly.
+#[inline]
+pub(crate) fn may_start_phrase(word: &[u8]) -> bool {
+    let Some(&first) = word.first() else {
+        return false;
+    };
+    let letter = first.to_ascii_uppercase().wrapping_sub(b'A');
+    letter < 26
+        && PHRASE_STARTS
+            .get(word.len())
+            .is_some_and(|bits| bits >> letter & 1 == 1)
 }
 
 /// Whether `fingerprint` (the type letters, any case) is in libinjection's blacklist

@@ -115,6 +115,28 @@ impl Token {
         self.len = n as u8;
     }
 
+    /// Sets the type and the value `s[start..end]`, truncated to [`VALUE_MAX`] bytes.
+    ///
+    /// Copies a fixed 32 bytes when the input has them (two vector moves instead of a
+    /// `memcpy` call; the bytes past the value are never read).
+    #[inline(always)]
+    pub(crate) fn assign_input(&mut self, kind: u8, s: &[u8], start: usize, end: usize) {
+        let n = end.saturating_sub(start).min(VALUE_MAX);
+        if let Some(src) = s.get(start..start + VALUE_SIZE) {
+            self.val.copy_from_slice(src);
+        } else if let (Some(dst), Some(src)) = (self.val.get_mut(..n), s.get(start..start + n)) {
+            dst.copy_from_slice(src);
+        }
+        self.kind = kind;
+        self.len = n as u8;
+    }
+
+    /// The value buffer; only the first [`len`](Self::len) bytes are the value.
+    #[inline(always)]
+    pub(crate) fn buf(&self) -> &[u8; VALUE_SIZE] {
+        &self.val
+    }
+
     /// Sets the type and a one-byte value (`st_assign_char`).
     #[inline(always)]
     pub(crate) fn assign_char(&mut self, kind: u8, value: u8) {

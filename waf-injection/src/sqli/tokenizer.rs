@@ -11,8 +11,8 @@
 //!   rejected bytes) also stops at NUL, because `strchr(set, 0)` finds the terminator;
 //! - `char` is signed: a byte ≥ 0x80 is below 33 in the `q'…'` delimiter check.
 
-use super::keywords::lookup_word;
-use super::token::{kind, Token};
+use super::keywords::{lookup_buf, lookup_word};
+use super::token::{kind, Token, VALUE_SIZE};
 
 /// What a byte starts (libinjection's `CHAR_*` classes, merged where C calls the same
 /// parser).
@@ -69,6 +69,25 @@ static CHAR_CLASS: [Class; 256] = include!(concat!(env!("OUT_DIR"), "/sqli_char_
 
 /// Bytes that end a word (`parse_word`'s `strlencspn` set, NUL included).
 static WORD_END: [bool; 256] = byte_set(b" []{}<>:\\?=@!#~+-*/&|^%(),';\t\n\x0b\x0c\r\"\xa0\0");
+
+/// `parse_word`'s view of a byte: part of the word, its end, or a `.`/`` ` `` inside it.
+static WORD_BYTE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = if WORD_END[i] {
+            WORD_BYTE_END
+        } else if i == b'.' as usize || i == b'`' as usize {
+            WORD_BYTE_SPLIT
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+};
+const WORD_BYTE_END: u8 = 1;
+const WORD_BYTE_SPLIT: u8 = 2;
 
 /// Bytes that end a variable name (`parse_var`'s `strlencspn` set, NUL included).
 static VAR_END: [bool; 256] = byte_set(b" <>:\\?=@!#~+-*/&|^%(),';\t\n\x0b\x0c\r'`\"\0");
@@ -219,11 +238,11 @@ impl<'a> Tokenizer<'a> {
         let rest = &self.s[pos..];
         match memchr::memchr(b'\n', rest) {
             None => {
-                t.assign(kind::COMMENT, rest);
+                t.assign_input(kind::COMMENT, self.s, pos, self.s.len());
                 self.s.len()
             }
             Some(nl) => {
-                t.assign(kind::COMMENT, &rest[..nl]);
+                t.assign_input(kind::COMMENT, self.s, pos, pos + nl);
                 pos + nl + 1
             }
         }
@@ -278,7 +297,7 @@ impl<'a> Tokenizer<'a> {
         } else {
             kind::COMMENT
         };
-        t.assign(kind, &s[pos..pos + clen]);
+        t.assign_input(kind, s, pos, pos + clen);
         pos + clen
     }
 
@@ -286,7 +305,7 @@ impl<'a> Tokenizer<'a> {
     fn parse_backslash(&self, t: &mut Token, pos: usize) -> usize {
         let s = self.s;
         if s.get(pos + 1) == Some(&b'N') {
-            t.assign(kind::NUMBER, &s[pos..pos + 2]);
+            t.assign_input(kind::NUMBER, s, pos, pos + 2);
             pos + 2
         } else {
             t.assign_char(kind::BACKSLASH, b'\\');
@@ -301,11 +320,11 @@ impl<'a> Tokenizer<'a> {
             return self.parse_operator1(t, pos);
         };
         if two == b"<=" && s.get(pos + 2) == Some(&b'>') {
-            t.assign(kind::OPERATOR, &s[pos..pos + 3]);
+            t.assign_input(kind::OPERATOR, s, pos, pos + 3);
             return pos + 3;
         }
         if let Some(k) = lookup_word(two) {
-            t.assign(k, two);
+            t.assign_input(k, s, pos, pos + 2);
             return pos + 2;
         }
         if two[0] == b':' {
@@ -330,7 +349,7 @@ impl<'a> Tokenizer<'a> {
                 .and_then(|rest| memchr::memchr(delim, rest))
                 .map(|i| from + i);
             let Some(q) = found else {
-                t.assign(kind::STRING, s.get(start..).unwrap_or_default());
+                t.assign_input(kind::STRING, s, start, s.len());
                 t.str_close = 0;
                 return s.len();
             };
@@ -339,7 +358,7 @@ impl<'a> Tokenizer<'a> {
             } else if s.get(q + 1) == Some(&delim) {
                 from = q + 2;
             } else {
-                t.assign(kind::STRING, &s[start..q]);
+                t.assign_input(kind::STRING, s, start, q);
                 t.str_close = delim;
                 return q + 1;
             }
@@ -392,12 +411,12 @@ impl<'a> Tokenizer<'a> {
         t.str_open = b'q';
         match find_pair(body, close, b'\'') {
             None => {
-                t.assign(kind::STRING, body);
+                t.assign_input(kind::STRING, s, pos + 3, s.len());
                 t.str_close = 0;
                 s.len()
             }
             Some(e) => {
-                t.assign(kind::STRING, &body[..e]);
+                t.assign_input(kind::STRING, s, pos + 3, pos + 3 + e);
                 t.str_close = b'q';
                 pos + 3 + e + 2
             }
@@ -422,7 +441,7 @@ impl<'a> Tokenizer<'a> {
         if s.get(pos + 2 + wlen) != Some(&b'\'') {
             return self.parse_word(t, pos);
         }
-        t.assign(kind::NUMBER, &s[pos..pos + wlen + 3]);
+        t.assign_input(kind::NUMBER, s, pos, pos + wlen + 3);
         pos + wlen + 3
     }
 
@@ -431,11 +450,11 @@ impl<'a> Tokenizer<'a> {
         let s = self.s;
         match memchr::memchr(b']', &s[pos..]) {
             None => {
-                t.assign(kind::BAREWORD, &s[pos..]);
+                t.assign_input(kind::BAREWORD, s, pos, s.len());
                 s.len()
             }
             Some(e) => {
-                t.assign(kind::BAREWORD, &s[pos..pos + e + 1]);
+                t.assign_input(kind::BAREWORD, s, pos, pos + e + 1);
                 pos + e + 1
             }
         }
@@ -446,27 +465,35 @@ impl<'a> Tokenizer<'a> {
     fn parse_word(&self, t: &mut Token, pos: usize) -> usize {
         let s = self.s;
         let rest = &s[pos..];
-        let wlen = rest
-            .iter()
-            .position(|&b| WORD_END[usize::from(b)])
-            .unwrap_or(rest.len());
-        t.assign(kind::BAREWORD, &rest[..wlen]);
-        // C scans the (truncated) copy.
-        let n = t.len();
-        for i in 0..n {
-            let d = t.byte(i);
-            if d == b'.' || d == b'`' {
-                if let Some(k) = lookup_word(&rest[..i]) {
-                    if k != kind::BAREWORD {
-                        t.clear();
-                        t.assign(k, &rest[..i]);
-                        return pos + i;
+        // One scan finds the end and whether a `.` or `` ` `` is inside.
+        let mut wlen = 0;
+        let mut split = false;
+        for &b in rest {
+            let class = WORD_BYTE[usize::from(b)];
+            if class == WORD_BYTE_END {
+                break;
+            }
+            split |= class == WORD_BYTE_SPLIT;
+            wlen += 1;
+        }
+        t.assign_input(kind::BAREWORD, s, pos, pos + wlen);
+        if split {
+            // C scans the (truncated) copy.
+            for i in 0..t.len() {
+                let d = t.byte(i);
+                if d == b'.' || d == b'`' {
+                    if let Some(k) = lookup_buf(t.buf(), i) {
+                        if k != kind::BAREWORD {
+                            t.clear();
+                            t.assign_input(k, s, pos, pos + i);
+                            return pos + i;
+                        }
                     }
                 }
             }
         }
-        if wlen < super::token::VALUE_SIZE {
-            t.kind = lookup_word(&rest[..wlen]).unwrap_or(kind::BAREWORD);
+        if wlen < VALUE_SIZE {
+            t.kind = lookup_buf(t.buf(), wlen).unwrap_or(kind::BAREWORD);
         }
         pos + wlen
     }
@@ -474,7 +501,7 @@ impl<'a> Tokenizer<'a> {
     /// `` `…` ``: a bareword, or a function when the quoted name is one.
     fn parse_tick(&self, t: &mut Token, pos: usize) -> usize {
         let end = self.parse_string_core(t, pos, b'`', 1);
-        t.kind = if lookup_word(t.value()) == Some(kind::FUNCTION) {
+        t.kind = if lookup_buf(t.buf(), t.len()) == Some(kind::FUNCTION) {
             kind::FUNCTION
         } else {
             kind::BAREWORD
@@ -507,7 +534,7 @@ impl<'a> Tokenizer<'a> {
             .iter()
             .position(|&b| VAR_END[usize::from(b)])
             .unwrap_or(rest.len());
-        t.assign(kind::VARIABLE, &rest[..xlen]);
+        t.assign_input(kind::VARIABLE, s, pos, pos + xlen);
         pos + xlen
     }
 
@@ -526,12 +553,12 @@ impl<'a> Tokenizer<'a> {
                 t.str_open = b'$';
                 return match find_pair(body, b'$', b'$') {
                     None => {
-                        t.assign(kind::STRING, body);
+                        t.assign_input(kind::STRING, s, pos + 2, slen);
                         t.str_close = 0;
                         slen
                     }
                     Some(e) => {
-                        t.assign(kind::STRING, &body[..e]);
+                        t.assign_input(kind::STRING, s, pos + 2, pos + 2 + e);
                         t.str_close = b'$';
                         pos + 2 + e + 2
                     }
@@ -547,12 +574,12 @@ impl<'a> Tokenizer<'a> {
             t.str_open = b'$';
             match memchr::memmem::find(body, tag) {
                 None => {
-                    t.assign(kind::STRING, body);
+                    t.assign_input(kind::STRING, s, pos + xlen + 2, slen);
                     t.str_close = 0;
                     slen
                 }
                 Some(e) => {
-                    t.assign(kind::STRING, &body[..e]);
+                    t.assign_input(kind::STRING, s, pos + xlen + 2, pos + xlen + 2 + e);
                     t.str_close = b'$';
                     pos + xlen + 2 + e + xlen + 2
                 }
@@ -560,7 +587,7 @@ impl<'a> Tokenizer<'a> {
         } else if xlen == 1 && s[pos + 1] == b'.' {
             self.parse_word(t, pos)
         } else {
-            t.assign(kind::NUMBER, &s[pos..pos + 1 + xlen]);
+            t.assign_input(kind::NUMBER, s, pos, pos + 1 + xlen);
             pos + 1 + xlen
         }
     }
@@ -579,10 +606,10 @@ impl<'a> Tokenizer<'a> {
             if let Some(digits) = digits {
                 let xlen = span(&s[pos0 + 2..], digits);
                 if xlen == 0 {
-                    t.assign(kind::BAREWORD, &s[pos0..pos0 + 2]);
+                    t.assign_input(kind::BAREWORD, s, pos0, pos0 + 2);
                     return pos0 + 2;
                 }
-                t.assign(kind::NUMBER, &s[pos0..pos0 + 2 + xlen]);
+                t.assign_input(kind::NUMBER, s, pos0, pos0 + 2 + xlen);
                 return pos0 + 2 + xlen;
             }
         }
@@ -630,7 +657,7 @@ impl<'a> Tokenizer<'a> {
         } else {
             kind::NUMBER
         };
-        t.assign(kind, &s[start..pos]);
+        t.assign_input(kind, s, start, pos);
         pos
     }
 }
