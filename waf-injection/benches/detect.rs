@@ -107,7 +107,8 @@ fn summary_sqli(inputs: &[Vec<u8>], oracle: &Oracle) {
 
 fn main() {
     let inputs = sample();
-    // `WAF_BENCH_PROFILE=sqli` runs only our detector, a few passes, for a profiler
+    // `WAF_BENCH_PROFILE=sqli` (or `sqli-c`) runs only our detector (or C's), for a profiler;
+    // `WAF_BENCH_PROFILE=summary` prints only the ns/call summary.
     // (`valgrind --tool=callgrind --toggle-collect='*detect_sqli*' <bench binary>`).
     if let Ok(which) = std::env::var("WAF_BENCH_PROFILE") {
         if which == "sqli" {
@@ -120,6 +121,19 @@ fn main() {
                 })
                 .sum::<usize>();
             println!("profile sqli: {hits} hits");
+        } else if which == "sqli-c" {
+            let oracle = Oracle::load();
+            let hits = (0..3)
+                .map(|_| {
+                    inputs
+                        .iter()
+                        .filter(|i| oracle.sqli(black_box(i)).is_some())
+                        .count()
+                })
+                .sum::<usize>();
+            println!("profile sqli-c: {hits} hits");
+        } else if which == "summary" {
+            summary_sqli(&inputs, &Oracle::load());
         }
         return;
     }
