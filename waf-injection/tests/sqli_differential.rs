@@ -45,3 +45,149 @@ fn sqli_matches_libinjection() {
 fn escape(bytes: &[u8]) -> String {
     bytes.escape_ascii().to_string()
 }
+
+/// Beyond the shared corpus: random byte strings built from pieces that reach the
+/// tokenizer's corners (31/32-byte values, NUL and high bytes inside words and strings,
+/// every quote form, `$tag$`, `q'[`, unterminated comments), from a fixed seed.
+#[test]
+fn sqli_matches_libinjection_on_random_pieces() {
+    const PIECES: &[&[u8]] = &[
+        b"'",
+        b"\"",
+        b"`",
+        b"\\",
+        b"\\'",
+        b"''",
+        b"#",
+        b"--",
+        b"-- ",
+        b"--x",
+        b"/*",
+        b"*/",
+        b"/*!",
+        b"/*/",
+        b"(",
+        b")",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b",",
+        b";",
+        b".",
+        b":",
+        b"::",
+        b"=",
+        b"<=>",
+        b"!",
+        b"!!",
+        b"||",
+        b"&&",
+        b"@",
+        b"@@",
+        b"$",
+        b"$$",
+        b"$a$",
+        b"$1.0",
+        b" ",
+        b"\t",
+        b"\n",
+        b"\0",
+        b"\xa0",
+        b"\xff",
+        b"\x80",
+        b"0x",
+        b"0xAF",
+        b"0b1",
+        b"1e",
+        b"1.e",
+        b"1e5",
+        b"1.5f",
+        b"1d ",
+        b".5",
+        b"x'",
+        b"b'01'",
+        b"n'",
+        b"nq'[",
+        b"q'<",
+        b"q'\x90",
+        b"u&'",
+        b"e'",
+        b"\\N",
+        b"1",
+        b"99",
+        b"union",
+        b"UNION ALL",
+        b"select",
+        b"or",
+        b"and",
+        b"not",
+        b"in",
+        b"like",
+        b"is",
+        b"null",
+        b"sleep",
+        b"user",
+        b"if",
+        b"collate",
+        b"utf8_bin",
+        b"into",
+        b"outfile",
+        b"sp_password",
+        b"char",
+        b"int",
+        b"lock in share mode",
+        b"order by",
+        b"a",
+        b"abcdefghijklmnopqrstuvwxyz01234",
+        b"abcdefghijklmnopqrstuvwxyz012345",
+        b"select.x",
+        b"select`x`",
+        b"`select`",
+        b"current_user",
+        b"waitfor delay",
+        b"begin try",
+        b"not similar to",
+    ];
+    let oracle = Oracle::load();
+    let mut state = 0x0dd_ba11_u64;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let mut differences = Vec::new();
+    let mut hits = 0usize;
+    let count = 100_000;
+    for _ in 0..count {
+        let mut input = Vec::new();
+        for _ in 0..1 + next() % 10 {
+            let r = next();
+            if r % 8 == 0 {
+                input.push((r >> 8) as u8);
+            } else {
+                input.extend_from_slice(PIECES[(r >> 8) as usize % PIECES.len()]);
+            }
+        }
+        let ours = waf_injection::detect_sqli(&input).map(|fp| fp.as_bytes().to_vec());
+        let theirs = oracle.sqli(&input);
+        hits += usize::from(theirs.is_some());
+        if ours != theirs {
+            differences.push((input, ours, theirs));
+        }
+    }
+    eprintln!(
+        "sqli random pieces: {count} inputs compared, {hits} SQLi by the oracle, {} differences",
+        differences.len()
+    );
+    for (input, ours, theirs) in differences.iter().take(20) {
+        eprintln!(
+            "  {:?}: ours {:?}, oracle {:?}",
+            escape(input),
+            ours.as_deref().map(escape),
+            theirs.as_deref().map(escape)
+        );
+    }
+    assert!(differences.is_empty(), "{} differences", differences.len());
+}
