@@ -134,6 +134,14 @@ fn tables() -> String {
         fp_slots[slot] = key;
     }
 
+    // The length / first / last byte filter.
+    let mut filter = vec![0u64; hash::WORD_FILTER_BITS / 64];
+    for (w, _) in &words {
+        let b = w.as_bytes();
+        let bit = hash::word_filter_bit(b.len(), b[0], b[b.len() - 1]);
+        filter[bit / 64] |= 1 << (bit % 64);
+    }
+
     // First words (and word runs) of multi-word entries, by length and first letter.
     let mut phrase_starts = [0u32; 32];
     for (w, _) in &words {
@@ -168,6 +176,12 @@ fn tables() -> String {
     writeln!(s, "];").expect("write");
     let kinds: Vec<u8> = keys.iter().map(|(_, t)| *t).collect();
     writeln!(s, "static WORD_KINDS: [u8; {}] = {kinds:?};", kinds.len()).expect("write");
+    writeln!(
+        s,
+        "static WORD_FILTER: [u64; {}] = {filter:?};",
+        filter.len()
+    )
+    .expect("write");
     writeln!(s, "static PHRASE_STARTS: [u32; 32] = {phrase_starts:?};").expect("write");
     writeln!(s, "static FP_SLOTS: [u64; {fp_len}] = {fp_slots:?};").expect("write");
     s

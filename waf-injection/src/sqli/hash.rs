@@ -18,6 +18,16 @@ pub(crate) const WORD_KEY_MAX: usize = 30;
 /// last byte, as four little-endian words: equal keys mean equal words.
 pub(crate) type WordKey = [u64; 4];
 
+/// Bits in the keyword filter: one per (length ≤ 31, first byte, last byte), the bytes
+/// folded to their low five bits (so `a` and `A` share a bit).
+pub(crate) const WORD_FILTER_BITS: usize = 32 * 32 * 32;
+
+/// The bit of the keyword filter for a word of `len` bytes from `first` to `last`.
+#[inline(always)]
+pub(crate) fn word_filter_bit(len: usize, first: u8, last: u8) -> usize {
+    (len & 31) << 10 | usize::from(first & 31) << 5 | usize::from(last & 31)
+}
+
 const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The key of `word` (upper-cased as libinjection's `cstrcasecmp` does: `a`-`z` only), or

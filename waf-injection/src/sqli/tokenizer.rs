@@ -465,16 +465,24 @@ impl<'a> Tokenizer<'a> {
     fn parse_word(&self, t: &mut Token, pos: usize) -> usize {
         let s = self.s;
         let rest = &s[pos..];
-        // One scan finds the end and whether a `.` or `` ` `` is inside.
+        // One scan finds the end and whether a `.` or `` ` `` is inside; plain word bytes
+        // cost one load and one compare (this loop was 10% of all instructions).
         let mut wlen = 0;
         let mut split = false;
-        for &b in rest {
-            let class = WORD_BYTE[usize::from(b)];
-            if class == WORD_BYTE_END {
-                break;
+        loop {
+            while rest
+                .get(wlen)
+                .is_some_and(|&b| WORD_BYTE[usize::from(b)] == 0)
+            {
+                wlen += 1;
             }
-            split |= class == WORD_BYTE_SPLIT;
-            wlen += 1;
+            match rest.get(wlen) {
+                Some(&b) if WORD_BYTE[usize::from(b)] == WORD_BYTE_SPLIT => {
+                    split = true;
+                    wlen += 1;
+                }
+                _ => break,
+            }
         }
         t.assign_input(kind::BAREWORD, s, pos, pos + wlen);
         if split {
