@@ -17,7 +17,7 @@
 
 use super::hash::{
     fp_slot, word_filter_bit, word_key, word_key_buf, word_slot, WordKey, FP_SLOT_BITS,
-    WORD_KEY_MAX, WORD_SLOT_BITS,
+    WORD_FILTER_BITS, WORD_KEY_MAX, WORD_SLOT_BITS,
 };
 
 include!(concat!(env!("OUT_DIR"), "/sqli_tables.rs"));
