@@ -178,8 +178,7 @@ fn tables() -> String {
     writeln!(s, "static WORD_KINDS: [u8; {}] = {kinds:?};", kinds.len()).expect("write");
     writeln!(
         s,
-        "static WORD_FILTER: [u64; {}] = {filter:?};",
-        filter.len()
+        "static WORD_FILTER: [u64; WORD_FILTER_BITS / 64] = {filter:?};"
     )
     .expect("write");
     writeln!(s, "static PHRASE_STARTS: [u32; 32] = {phrase_starts:?};").expect("write");
