@@ -159,10 +159,14 @@ fn sqli_matches_libinjection_on_random_pieces() {
     };
     let mut differences = Vec::new();
     let mut hits = 0usize;
-    let count = 100_000;
+    // `SQLI_RANDOM_INPUTS=5000000` for a longer run.
+    let count: usize = std::env::var("SQLI_RANDOM_INPUTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000);
     for _ in 0..count {
         let mut input = Vec::new();
-        for _ in 0..1 + next() % 10 {
+        for _ in 0..1 + next() % 20 {
             let r = next();
             if r % 8 == 0 {
                 input.push((r >> 8) as u8);
