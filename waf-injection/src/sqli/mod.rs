@@ -187,3 +187,67 @@ fn pass(input: &[u8], delim: u8, mysql: bool, tokens: &mut TokenVec) -> (Pass, b
         reparse,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::detect_sqli;
+
+    /// Inputs and C libinjection 3.9.2's answers (checked against the oracle), one per
+    /// folding or whitelist rule worth remembering.
+    const CASES: &[(&[u8], Option<&str>)] = &[
+        // Quote contexts: the input is tried as if it started inside `'`.
+        (b"1' or '1'='1", Some("s&sos")),
+        (b"admin'--", Some("sc")),
+        // Merged words and unary operators.
+        (b"1 union select 1,2,3", Some("1UE1")),
+        (b"1 UNION ALL SELECT", Some("1UE")),
+        (b"-1 or 1=1", Some("1&1")),
+        (b"1,-1 union select", Some("1UE")),
+        (b"1 order by 1 --", Some("1B1c")),
+        (b"a.b.c union select 1", Some("nUE1")),
+        // 3.9.2 reads `1.e` as a bareword (later versions drop it).
+        (b"1.e(1) or 1=1", None),
+        // USER with an argument is not the function.
+        (b"select user(foo)", None),
+        // ODBC braces: `{x expr}` is `expr`; `{ ``` is evil.
+        (b"{x 1 union select 1}", Some("1UE1")),
+        (b"{`` 1", Some("X")),
+        (b"/*! union */", Some("X")),
+        // Whitelist rules for two and three tokens.
+        (b"1 -- x", Some("1c")),
+        (b"1--", Some("1c")),
+        (b"1 #x", None),
+        (b"abc -- x", None),
+        (b"1 union", None),
+        (b"1 into outfile 'x'", Some("1ks")),
+        (b"'a' 'b' or 1", Some("s&1")),
+        (b"1' like 'x", Some("sos")),
+        // MySQL's `\N`, Oracle's q-strings, pgsql's `$$`.
+        (b"\\N or 1=1", Some("1&1")),
+        (b"q'[x]' or 1=1", Some("s&1")),
+        (b"$$ or 1=1 $$", None),
+        (b"hello world", None),
+        (b"", None),
+    ];
+
+    #[test]
+    fn cases() {
+        for (input, want) in CASES {
+            let got = detect_sqli(input);
+            assert_eq!(
+                got.as_ref().map(|f| f.as_str()),
+                *want,
+                "{}",
+                input.escape_ascii()
+            );
+        }
+    }
+
+    #[test]
+    fn fingerprint_text() {
+        let fp = detect_sqli(b"1' or '1'='1").unwrap_or_default();
+        assert_eq!(fp.as_bytes(), b"s&sos");
+        assert_eq!(fp.to_string(), "s&sos");
+        assert_eq!(format!("{fp:?}"), "Fingerprint(\"s&sos\")");
+    }
+}
