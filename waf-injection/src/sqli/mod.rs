@@ -128,6 +128,21 @@ pub fn detect_sqli(input: &[u8]) -> Option<Fingerprint> {
     None
 }
 
+/// Entry points for `tests/sqli_tables.rs`, which checks the generated tables against the
+/// C library's own lookup; not part of the API.
+#[doc(hidden)]
+pub mod internal {
+    /// The type letter of `word` in the keyword table (fingerprints excluded), or `None`.
+    pub fn lookup_word(word: &[u8]) -> Option<u8> {
+        super::keywords::lookup_word(word)
+    }
+
+    /// Whether the fingerprint (type letters, any case) is blacklisted.
+    pub fn is_blacklisted(fingerprint: &[u8]) -> bool {
+        super::keywords::is_blacklisted(fingerprint)
+    }
+}
+
 /// One quote context: ANSI, then MySQL when the ANSI pass saw comment syntax that MySQL
 /// reads differently (`reparse_as_mysql`).
 #[inline]
