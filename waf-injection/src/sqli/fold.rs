@@ -12,7 +12,12 @@ use super::tokenizer::Tokenizer;
 /// Tokens in a fingerprint (`LIBINJECTION_SQLI_MAX_TOKENS`).
 pub(crate) const MAX_TOKENS: usize = 5;
 
-/// The token slots folding works in (C has `MAX_TOKENS + 3`; indices never pass 6).
+/// The token slots folding works in (C has `MAX_TOKENS + 3`).
+///
+/// Why no index below can panic: a token is read into slot `pos` only while
+/// `pos <= MAX_TOKENS`, so `pos <= 6`; rules read slots `left`, `left + 1` and `left + 2`
+/// only once `pos - left` is at least 2 or 3; `left <= pos` throughout. Every index is
+/// at most 6.
 pub(crate) type TokenVec = [Token; 8];
 
 /// Folds the tokens of `tz` into `tokens` and returns how many make the fingerprint.
