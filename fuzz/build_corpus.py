@@ -9,6 +9,7 @@ by git: nothing from CRS is committed). Sources:
 - body_*: request bodies of the CRS regression tests (tests/regression/tests/**/*.yaml),
   sorted by Content-Type; query strings also go to body_urlencoded, Cookie headers to
   body_cookie; multipart seeds are `Content-Type value \\n body`;
+- injection: decoded argument values (the inputs @detectSQLi/@detectXSS see)
 - transformations: argument values from test URIs and bodies, each behind a chain prefix
   (length byte + transformation picks) cycling through every transformation;
 - transaction: raw test requests (request line, headers, body). The target decodes its
@@ -131,6 +132,7 @@ def request_seeds():
                         chain = bytes((pick + 7 * i) % TRANSFORMATIONS for i in range(n))
                         pick += 1
                         put("transformations", bytes([n]) + chain + urllib.parse.unquote_to_bytes(v))
+                        put("injection", urllib.parse.unquote_to_bytes(v))
                     raw = f"{method} {uri} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs) + "\r\n"
                     put("transaction", raw.encode("utf-8", "surrogateescape") + body)
 
