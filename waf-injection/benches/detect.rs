@@ -7,8 +7,9 @@
 //! detector with ns/call closes the run.
 //!
 //! `cargo bench -p waf-injection --bench detect` (criterion filters work:
-//! `-- sqli/`); `WAF_BENCH_PROFILE=sqli` runs only our detector, for a profiler. Groups are named `<detector kind>/<implementation>`; XSS groups go beside
-//! the SQLi ones.
+//! `-- sqli/`); `WAF_BENCH_PROFILE=sqli` runs only our detector, for a profiler. Groups are
+//! named `<detector kind>/<implementation>`: `sqli/ours`, `sqli/c`, `sqli/barbacane`,
+//! `xss/ours`, `xss/c`, `xss/barbacane`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -51,38 +52,48 @@ fn config() -> Criterion {
         .configure_from_args()
 }
 
-fn bench_sqli(c: &mut Criterion, inputs: &[Vec<u8>], oracle: &Oracle) {
-    let mut group = c.benchmark_group("sqli");
+/// One detector under test: its name and a call returning the verdict.
+type Detector<'a> = (&'static str, Box<dyn Fn(&[u8]) -> bool + 'a>);
+
+/// The three implementations of one detector kind (`sqli` or `xss`): ours, C, barbacane.
+fn detectors<'a>(kind: &str, oracle: &'a Oracle) -> [Detector<'a>; 3] {
+    match kind {
+        "sqli" => [
+            (
+                "ours",
+                Box::new(|i| waf_injection::detect_sqli(i).is_some()),
+            ),
+            ("c", Box::new(|i| oracle.sqli(i).is_some())),
+            (
+                "barbacane",
+                Box::new(|i| libinjectionrs::detect_sqli(i).is_injection()),
+            ),
+        ],
+        _ => [
+            ("ours", Box::new(waf_injection::detect_xss)),
+            ("c", Box::new(|i| oracle.xss(i))),
+            (
+                "barbacane",
+                Box::new(|i| libinjectionrs::detect_xss(i).is_injection()),
+            ),
+        ],
+    }
+}
+
+/// Criterion groups `<kind>/ours`, `<kind>/c`, `<kind>/barbacane`.
+fn bench_kind(c: &mut Criterion, kind: &str, inputs: &[Vec<u8>], oracle: &Oracle) {
+    let mut group = c.benchmark_group(kind);
     group.throughput(Throughput::Elements(inputs.len() as u64));
-    group.bench_function("ours", |b| {
-        b.iter(|| {
-            inputs
-                .iter()
-                .filter(|i| waf_injection::detect_sqli(black_box(i)).is_some())
-                .count()
-        })
-    });
-    group.bench_function("c", |b| {
-        b.iter(|| {
-            inputs
-                .iter()
-                .filter(|i| oracle.sqli(black_box(i)).is_some())
-                .count()
-        })
-    });
-    group.bench_function("barbacane", |b| {
-        b.iter(|| {
-            inputs
-                .iter()
-                .filter(|i| libinjectionrs::detect_sqli(black_box(i)).is_injection())
-                .count()
-        })
-    });
+    for (name, f) in detectors(kind, oracle) {
+        group.bench_function(name, |b| {
+            b.iter(|| inputs.iter().filter(|i| f(black_box(i))).count())
+        });
+    }
     group.finish();
 }
 
 /// One pass over `inputs`, in ns per call.
-fn pass_ns(inputs: &[Vec<u8>], f: &mut impl FnMut(&[u8]) -> bool) -> f64 {
+fn pass_ns(inputs: &[Vec<u8>], f: &dyn Fn(&[u8]) -> bool) -> f64 {
     let start = Instant::now();
     let hits = inputs.iter().filter(|i| f(black_box(i))).count();
     black_box(hits);
@@ -97,24 +108,22 @@ fn min_median(v: &mut [f64]) -> (f64, f64) {
 
 /// ns/call of ours, C and barbacane, passes interleaved (ours, C, ours, C, …) so that
 /// load from other processes on a shared machine hits both alike; minimum and median.
-fn summary_sqli(inputs: &[Vec<u8>], oracle: &Oracle) {
-    let mut ours_fn = |i: &[u8]| waf_injection::detect_sqli(i).is_some();
-    let mut c_fn = |i: &[u8]| oracle.sqli(i).is_some();
-    let mut barbacane_fn = |i: &[u8]| libinjectionrs::detect_sqli(i).is_injection();
+fn summary(kind: &str, inputs: &[Vec<u8>], oracle: &Oracle) {
+    let [(_, ours_fn), (_, c_fn), (_, barbacane_fn)] = detectors(kind, oracle);
     let rounds = 15;
     let (mut ours, mut c, mut barbacane) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        ours.push(pass_ns(inputs, &mut ours_fn));
-        c.push(pass_ns(inputs, &mut c_fn));
+        ours.push(pass_ns(inputs, &*ours_fn));
+        c.push(pass_ns(inputs, &*c_fn));
         if round % 3 == 0 {
-            barbacane.push(pass_ns(inputs, &mut barbacane_fn));
+            barbacane.push(pass_ns(inputs, &*barbacane_fn));
         }
     }
     let (ours_min, ours_med) = min_median(&mut ours);
     let (c_min, c_med) = min_median(&mut c);
     let (b_min, b_med) = min_median(&mut barbacane);
     println!(
-        "summary sqli ({} inputs, {rounds} interleaved passes, ns/call min / median): \
+        "summary {kind} ({} inputs, {rounds} interleaved passes, ns/call min / median): \
          ours {ours_min:.0} / {ours_med:.0}, c {c_min:.0} / {c_med:.0}, \
          barbacane {b_min:.0} / {b_med:.0}; c / ours = {:.2} (min), {:.2} (median)",
         inputs.len(),
@@ -125,40 +134,34 @@ fn summary_sqli(inputs: &[Vec<u8>], oracle: &Oracle) {
 
 fn main() {
     let inputs = sample();
-    // `WAF_BENCH_PROFILE=sqli` (or `sqli-c`) runs only our detector (or C's), for a profiler;
-    // `WAF_BENCH_PROFILE=summary` prints only the ns/call summary.
-    // (`valgrind --tool=callgrind --toggle-collect='*detect_sqli*' <bench binary>`).
+    // `WAF_BENCH_PROFILE=sqli` (or `xss`, `sqli-c`, `xss-c`) runs only that detector three
+    // times over the inputs, for a profiler
+    // (`valgrind --tool=callgrind --toggle-collect='*detect_sqli*' <bench binary>`);
+    // `WAF_BENCH_PROFILE=summary` prints only the ns/call summaries.
     if let Ok(which) = std::env::var("WAF_BENCH_PROFILE") {
-        if which == "sqli" {
-            let hits = (0..3)
-                .map(|_| {
-                    inputs
-                        .iter()
-                        .filter(|i| waf_injection::detect_sqli(black_box(i)).is_some())
-                        .count()
-                })
-                .sum::<usize>();
-            println!("profile sqli: {hits} hits");
-        } else if which == "sqli-c" {
-            let oracle = Oracle::load();
-            let hits = (0..3)
-                .map(|_| {
-                    inputs
-                        .iter()
-                        .filter(|i| oracle.sqli(black_box(i)).is_some())
-                        .count()
-                })
-                .sum::<usize>();
-            println!("profile sqli-c: {hits} hits");
-        } else if which == "summary" {
-            summary_sqli(&inputs, &Oracle::load());
+        let oracle = Oracle::load();
+        if which == "summary" {
+            summary("sqli", &inputs, &oracle);
+            summary("xss", &inputs, &oracle);
+            return;
         }
+        let (kind, implementation) = match which.split_once('-') {
+            Some((k, "c")) => (k, 1),
+            _ => (which.as_str(), 0),
+        };
+        let f = &detectors(kind, &oracle)[implementation].1;
+        let hits: usize = (0..3)
+            .map(|_| inputs.iter().filter(|i| f(black_box(i))).count())
+            .sum();
+        println!("profile {which}: {hits} hits");
         return;
     }
     let oracle = Oracle::load();
     println!("benchmark inputs: {}", inputs.len());
     let mut c = config();
-    bench_sqli(&mut c, &inputs, &oracle);
-    summary_sqli(&inputs, &oracle);
+    bench_kind(&mut c, "sqli", &inputs, &oracle);
+    bench_kind(&mut c, "xss", &inputs, &oracle);
+    summary("sqli", &inputs, &oracle);
+    summary("xss", &inputs, &oracle);
     c.final_summary();
 }
