@@ -1,7 +1,169 @@
 //! XSS detection: libinjection's HTML5 tokenizer and its blacklists.
+//!
+//! `libinjection_xss` tokenizes the input five times, once per [`Context`] an attacker's
+//! string may land in (between tags, or inside an unquoted, `'`, `"` or `` ` `` attribute
+//! value), and reports XSS when any run meets a doctype, a dangerous tag, a dangerous
+//! attribute with a value, or a comment trick. We do the same, with the same verdicts as
+//! C libinjection 3.9.2 except where newer libinjection changed them (below).
+//!
+//! # Differences from libinjection 3.9.2
+//!
+//! We follow libinjection 4.x for event-handler attributes: an attribute name is an event
+//! handler when it is `on` followed by a known event name (`onload`, `onerror`, `onclick`,
+//! ... also as a prefix: `onloadx`), not any name of 5 bytes or more starting with `on`.
+//! So `<a onxyzw=1>` and `x onabcd=1` are XSS for 3.9.2 and not for us (nor for 4.x).
+//! `tests/xss_differential.rs` checks that this is the only difference on its corpus.
+//!
+//! # Performance
+//!
+//! Every run stops at the first hit, tokens are ranges of the input, names are compared
+//! case-insensitively in stack buffers, and nothing allocates. Most benign input is
+//! decided without tokenizing at all: see [`detect_xss`].
+
+#[doc(hidden)]
+pub mod blacklist;
+#[doc(hidden)]
+pub mod html5;
+
+use blacklist::{AttrKind, EventRule};
+use html5::{Context, TokenKind, Tokenizer};
 
 /// True when `input` is an XSS vector in any of the HTML contexts libinjection tries.
+///
+/// Every XSS verdict needs a tag (`<`) or an attribute value (`=`): in the data context
+/// anything but text starts with `<`, and in the attribute contexts a value only follows
+/// `=`. Input with neither byte is therefore benign without tokenizing; input without `<`
+/// is benign in the data context. `tests/xss_differential.rs` checks both shortcuts against
+/// the full runs.
+///
+/// ```
+/// assert!(waf_injection::detect_xss(b"<script>alert(1)</script>"));
+/// assert!(waf_injection::detect_xss(b"\" onmouseover=\"alert(1)"));
+/// assert!(!waf_injection::detect_xss(b"1 < 2 and a = b"));
+/// ```
 pub fn detect_xss(input: &[u8]) -> bool {
-    let _ = input;
+    detect(input, EventRule::Listed)
+}
+
+/// [`detect_xss`] with libinjection 3.9.2's event-handler rule (every `on*` attribute name
+/// of 5 bytes or more), for the differential test. Not part of the API.
+#[doc(hidden)]
+pub fn detect_xss_3_9_2(input: &[u8]) -> bool {
+    detect(input, EventRule::AnyOn)
+}
+
+/// One context's verdict without the shortcuts of [`detect_xss`] (C's
+/// `libinjection_is_xss`), for the differential test. Not part of the API.
+#[doc(hidden)]
+pub fn is_xss_in(input: &[u8], context: Context) -> bool {
+    is_xss(input, context, EventRule::Listed)
+}
+
+#[inline]
+fn detect(input: &[u8], events: EventRule) -> bool {
+    let mut has_lt = false;
+    let mut has_eq = false;
+    for &b in input {
+        has_lt |= b == b'<';
+        has_eq |= b == b'=';
+    }
+    if !has_lt && !has_eq {
+        return false;
+    }
+    Context::ALL
+        .iter()
+        .any(|&context| (has_lt || context != Context::Data) && is_xss(input, context, events))
+}
+
+/// C's `libinjection_is_xss`: tokenize `input` from `context`, stop at the first dangerous
+/// token.
+fn is_xss(input: &[u8], context: Context, events: EventRule) -> bool {
+    let mut tokens = Tokenizer::new(input, context);
+    // The kind of the last attribute name, for the value right after it.
+    let mut attr = AttrKind::None;
+    while let Some(token) = tokens.next_token() {
+        let bytes = input.get(token.start..token.end).unwrap_or_default();
+        match token.kind {
+            TokenKind::Doctype => return true,
+            TokenKind::TagNameOpen => {
+                if blacklist::is_black_tag(bytes) {
+                    return true;
+                }
+            }
+            TokenKind::AttrName => {
+                attr = blacklist::attr_kind(bytes, events);
+                continue;
+            }
+            TokenKind::AttrValue => {
+                let hit = match attr {
+                    AttrKind::None => false,
+                    AttrKind::Black | AttrKind::Style => true,
+                    AttrKind::Url => blacklist::is_black_url(bytes),
+                    AttrKind::Indirect => blacklist::attr_kind(bytes, events) != AttrKind::None,
+                };
+                if hit {
+                    return true;
+                }
+            }
+            TokenKind::TagComment => {
+                if blacklist::is_black_comment(bytes) {
+                    return true;
+                }
+            }
+            TokenKind::DataText
+            | TokenKind::TagNameClose
+            | TokenKind::TagNameSelfClose
+            | TokenKind::TagData
+            | TokenKind::TagClose => {}
+        }
+        attr = AttrKind::None;
+    }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn examples() {
+        assert!(detect_xss(b"<script>alert(1)</script>"));
+        assert!(detect_xss(b"<img src=x onerror=alert(1)>"));
+        assert!(detect_xss(b"<a href=\"&#106;avascript:\">"));
+        assert!(detect_xss(b"' onfocus='x"));
+        assert!(detect_xss(b"<!DOCTYPE html>"));
+        assert!(detect_xss(b"<!--[if IE]>"));
+        assert!(!detect_xss(b"hello"));
+        assert!(!detect_xss(b"<b>bold</b>"));
+        assert!(!detect_xss(b"<a onxyzw=1>"));
+        assert!(detect_xss_3_9_2(b"<a onxyzw=1>"));
+    }
+
+    /// No input panics: every string of up to 3 bytes over the bytes that drive the
+    /// tokenizer and the blacklists.
+    #[test]
+    fn never_panics_on_short_strings() {
+        const ALPHABET: &[u8] = b"<>'\"`=/!?%-[]&#x;:\0 \tonsSvVaj1";
+        let mut buf = [0u8; 3];
+        let mut count = 0;
+        for len in 0..=3 {
+            let total = ALPHABET.len().pow(len as u32);
+            for mut i in 0..total {
+                for slot in buf.iter_mut().take(len) {
+                    *slot = ALPHABET[i % ALPHABET.len()];
+                    i /= ALPHABET.len();
+                }
+                let input = &buf[..len];
+                let _ = detect_xss(input);
+                let _ = detect_xss_3_9_2(input);
+                for context in Context::ALL {
+                    let mut t = Tokenizer::new(input, context);
+                    while t.next_token().is_some() {}
+                }
+                count += 1;
+            }
+        }
+        let n = ALPHABET.len();
+        assert_eq!(count, 1 + n + n * n + n * n * n);
+    }
 }

@@ -1,0 +1,582 @@
+//! libinjection's HTML5 tokenizer: a small subset of the WHATWG tokenizer state machine
+//! (`libinjection_html5.c`), good enough to find tags, attributes and comments in input that
+//! may start inside an attribute value.
+//!
+//! It is not a conforming HTML parser and must not become one: the XSS verdicts depend on its
+//! exact token boundaries, including its quirks (NUL counts as whitespace between attributes,
+//! NULs are kept inside tag names, `<%` opens an IE comment that ends at `%>`, a comment also
+//! ends at `-!>`, the first quote is not skipped when the input starts inside a quoted value).
+//! `tests/xss_differential.rs` compares every token with the C tokenizer.
+//!
+//! Tokens are ranges of the input; the tokenizer never allocates and never indexes outside
+//! the input (every read is bounds-checked through [`Tokenizer::byte`] or slice methods).
+
+/// The state the input starts in: where an attacker's string lands in the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Context {
+    /// Between tags (`DATA_STATE`).
+    Data = 0,
+    /// Inside a tag, where an unquoted attribute value ended (`VALUE_NO_QUOTE`).
+    ValueNoQuote = 1,
+    /// Inside a `'`-quoted attribute value (`VALUE_SINGLE_QUOTE`).
+    ValueSingleQuote = 2,
+    /// Inside a `"`-quoted attribute value (`VALUE_DOUBLE_QUOTE`).
+    ValueDoubleQuote = 3,
+    /// Inside a `` ` ``-quoted attribute value, an IE extension (`VALUE_BACK_QUOTE`).
+    ValueBackQuote = 4,
+}
+
+impl Context {
+    /// The five contexts in the order `libinjection_xss` tries them.
+    pub const ALL: [Context; 5] = [
+        Context::Data,
+        Context::ValueNoQuote,
+        Context::ValueSingleQuote,
+        Context::ValueDoubleQuote,
+        Context::ValueBackQuote,
+    ];
+}
+
+/// What a token is; the discriminants are C's `enum html5_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TokenKind {
+    /// Text between tags, or a CDATA section's content.
+    DataText = 0,
+    /// The name of an opening tag (may contain NULs).
+    TagNameOpen = 1,
+    /// The `>` that ends an opening tag.
+    TagNameClose = 2,
+    /// The `/>` that ends a self-closing tag.
+    TagNameSelfClose = 3,
+    /// Unused by the tokenizer; kept so the discriminants match C.
+    TagData = 4,
+    /// The name of a closing tag (`</name>`).
+    TagClose = 5,
+    /// An attribute name.
+    AttrName = 6,
+    /// An attribute value, without its quotes.
+    AttrValue = 7,
+    /// The body of a comment, bogus comment (`<?..>`, `<!..>`, `</ ..>`) or `<%..%>`.
+    TagComment = 8,
+    /// A doctype, from `DOCTYPE` (any case) to before `>`.
+    Doctype = 9,
+}
+
+/// One token: its kind and its byte range in the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    /// What the token is.
+    pub kind: TokenKind,
+    /// Offset of the first byte.
+    pub start: usize,
+    /// Offset after the last byte.
+    pub end: usize,
+}
+
+/// The tokenizer states that survive between two tokens. The other C states only run
+/// inside one step and are plain function calls here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Data,
+    TagOpen,
+    TagNameClose,
+    BeforeAttributeName,
+    AfterAttributeName,
+    BeforeAttributeValue,
+    AttributeValueQuoted(u8),
+    AfterAttributeValueQuoted,
+    SelfClosingStartTag,
+    Eof,
+}
+
+/// `h5_is_white`: C's `strchr(" \t\n\v\f\r", ch)`, which also matches NUL (the terminator).
+#[inline]
+fn is_white(b: u8) -> bool {
+    matches!(b, 0 | b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// Position of the first `needle` in `hay[from..]`, as an offset in `hay`.
+#[inline]
+fn find(hay: &[u8], from: usize, needle: u8) -> Option<usize> {
+    hay.get(from..)?
+        .iter()
+        .position(|&b| b == needle)
+        .map(|i| i + from)
+}
+
+/// libinjection's HTML5 tokenizer over one input, started in one [`Context`].
+///
+/// ```
+/// use waf_injection::xss::html5::{Context, TokenKind, Tokenizer};
+/// let mut t = Tokenizer::new(b"<a href=x>", Context::Data);
+/// let kinds: Vec<TokenKind> = std::iter::from_fn(|| t.next_token()).map(|t| t.kind).collect();
+/// assert_eq!(kinds, [TokenKind::TagNameOpen, TokenKind::AttrName, TokenKind::AttrValue, TokenKind::TagNameClose]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Tokenizer<'a> {
+    s: &'a [u8],
+    pos: usize,
+    is_close: bool,
+    state: State,
+}
+
+impl<'a> Tokenizer<'a> {
+    /// A tokenizer at the start of `input`, in `context`.
+    pub fn new(input: &'a [u8], context: Context) -> Tokenizer<'a> {
+        let state = match context {
+            Context::Data => State::Data,
+            Context::ValueNoQuote => State::BeforeAttributeName,
+            Context::ValueSingleQuote => State::AttributeValueQuoted(b'\''),
+            Context::ValueDoubleQuote => State::AttributeValueQuoted(b'"'),
+            Context::ValueBackQuote => State::AttributeValueQuoted(b'`'),
+        };
+        Tokenizer {
+            s: input,
+            pos: 0,
+            is_close: false,
+            state,
+        }
+    }
+
+    /// The input the token ranges refer to.
+    pub fn input(&self) -> &'a [u8] {
+        self.s
+    }
+
+    /// The next token, or `None` at the end (C's `libinjection_h5_next` returning 0).
+    pub fn next_token(&mut self) -> Option<Token> {
+        let token = match self.state {
+            State::Data => self.data(),
+            State::TagOpen => self.tag_open(),
+            State::TagNameClose => Some(self.tag_name_close()),
+            State::BeforeAttributeName => self.before_attribute_name(),
+            State::AfterAttributeName => self.after_attribute_name(),
+            State::BeforeAttributeValue => self.before_attribute_value(),
+            State::AttributeValueQuoted(q) => Some(self.attribute_value_quoted(q)),
+            State::AfterAttributeValueQuoted => self.after_attribute_value_quoted(),
+            State::SelfClosingStartTag => self.self_closing_start_tag(),
+            State::Eof => None,
+        };
+        if token.is_none() {
+            self.state = State::Eof;
+        }
+        token
+    }
+
+    /// The byte at `i`, if inside the input.
+    #[inline]
+    fn byte(&self, i: usize) -> Option<u8> {
+        self.s.get(i).copied()
+    }
+
+    #[inline]
+    fn emit(&mut self, kind: TokenKind, start: usize, end: usize, next: State) -> Option<Token> {
+        self.state = next;
+        Some(Token { kind, start, end })
+    }
+
+    /// `h5_skip_white`: skips whitespace and NULs, returns the byte there. C returns that
+    /// byte as a signed `char` widened to `int`, so 0xFF reads as -1, `CHAR_EOF`: the
+    /// callers stop there as at the end of the input.
+    #[inline]
+    fn skip_white(&mut self) -> Option<u8> {
+        while let Some(b) = self.byte(self.pos) {
+            if !is_white(b) {
+                return (b != 0xff).then_some(b);
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    fn data(&mut self) -> Option<Token> {
+        let start = self.pos;
+        match find(self.s, start, b'<') {
+            None => {
+                let end = self.s.len();
+                if start >= end {
+                    return None;
+                }
+                self.pos = end;
+                self.emit(TokenKind::DataText, start, end, State::Eof)
+            }
+            Some(lt) => {
+                self.pos = lt + 1;
+                if lt == start {
+                    self.tag_open()
+                } else {
+                    self.emit(TokenKind::DataText, start, lt, State::TagOpen)
+                }
+            }
+        }
+    }
+
+    fn tag_open(&mut self) -> Option<Token> {
+        let ch = self.byte(self.pos)?;
+        match ch {
+            b'!' => {
+                self.pos += 1;
+                self.markup_declaration_open()
+            }
+            b'/' => {
+                self.pos += 1;
+                self.is_close = true;
+                self.end_tag_open()
+            }
+            b'?' => {
+                self.pos += 1;
+                Some(self.bogus_comment())
+            }
+            b'%' => {
+                self.pos += 1;
+                Some(self.bogus_comment_percent())
+            }
+            // NUL: an IE-ism, ignored inside tag names.
+            b'a'..=b'z' | b'A'..=b'Z' | 0 => Some(self.tag_name()),
+            _ => {
+                // `pos` is after a `<` here, so `pos >= 1`; C re-enters the data state when
+                // `pos == 0`, which cannot happen.
+                if self.pos == 0 {
+                    return self.data();
+                }
+                self.emit(TokenKind::DataText, self.pos - 1, self.pos, State::Data)
+            }
+        }
+    }
+
+    fn end_tag_open(&mut self) -> Option<Token> {
+        match self.byte(self.pos)? {
+            b'>' => self.data(),
+            b'a'..=b'z' | b'A'..=b'Z' => Some(self.tag_name()),
+            _ => {
+                self.is_close = false;
+                Some(self.bogus_comment())
+            }
+        }
+    }
+
+    fn tag_name_close(&mut self) -> Token {
+        self.is_close = false;
+        let start = self.pos;
+        self.pos += 1;
+        let next = if self.pos < self.s.len() {
+            State::Data
+        } else {
+            State::Eof
+        };
+        self.state = next;
+        Token {
+            kind: TokenKind::TagNameClose,
+            start,
+            end: start + 1,
+        }
+    }
+
+    fn tag_name(&mut self) -> Token {
+        let start = self.pos;
+        let mut pos = start;
+        while let Some(ch) = self.byte(pos) {
+            if ch == 0 {
+                // Non-standard: old browsers ignore NULs inside tag names.
+                pos += 1;
+            } else if is_white(ch) {
+                self.pos = pos + 1;
+                self.state = State::BeforeAttributeName;
+                return self.token(TokenKind::TagNameOpen, start, pos);
+            } else if ch == b'/' {
+                self.pos = pos + 1;
+                self.state = State::SelfClosingStartTag;
+                return self.token(TokenKind::TagNameOpen, start, pos);
+            } else if ch == b'>' {
+                if self.is_close {
+                    self.pos = pos + 1;
+                    self.is_close = false;
+                    self.state = State::Data;
+                    return self.token(TokenKind::TagClose, start, pos);
+                }
+                self.pos = pos;
+                self.state = State::TagNameClose;
+                return self.token(TokenKind::TagNameOpen, start, pos);
+            } else {
+                pos += 1;
+            }
+        }
+        self.state = State::Eof;
+        self.token(TokenKind::TagNameOpen, start, self.s.len())
+    }
+
+    #[inline]
+    fn token(&self, kind: TokenKind, start: usize, end: usize) -> Token {
+        Token { kind, start, end }
+    }
+
+    fn before_attribute_name(&mut self) -> Option<Token> {
+        match self.skip_white()? {
+            b'/' => {
+                self.pos += 1;
+                self.self_closing_start_tag()
+            }
+            b'>' => {
+                let start = self.pos;
+                self.pos += 1;
+                self.emit(TokenKind::TagNameClose, start, start + 1, State::Data)
+            }
+            _ => Some(self.attribute_name()),
+        }
+    }
+
+    /// Starts at a byte that is not whitespace; that first byte is part of the name even
+    /// when it is `=` (C scans from `pos + 1`).
+    fn attribute_name(&mut self) -> Token {
+        let start = self.pos;
+        let mut pos = start + 1;
+        while let Some(ch) = self.byte(pos) {
+            let (next, after) = if is_white(ch) {
+                (State::AfterAttributeName, pos + 1)
+            } else if ch == b'/' {
+                (State::SelfClosingStartTag, pos + 1)
+            } else if ch == b'=' {
+                (State::BeforeAttributeValue, pos + 1)
+            } else if ch == b'>' {
+                (State::TagNameClose, pos)
+            } else {
+                pos += 1;
+                continue;
+            };
+            self.state = next;
+            self.pos = after;
+            return self.token(TokenKind::AttrName, start, pos);
+        }
+        let end = self.s.len();
+        self.state = State::Eof;
+        self.pos = end;
+        self.token(TokenKind::AttrName, start, end)
+    }
+
+    fn after_attribute_name(&mut self) -> Option<Token> {
+        match self.skip_white()? {
+            b'/' => {
+                self.pos += 1;
+                self.self_closing_start_tag()
+            }
+            b'=' => {
+                self.pos += 1;
+                self.before_attribute_value()
+            }
+            b'>' => Some(self.tag_name_close()),
+            _ => Some(self.attribute_name()),
+        }
+    }
+
+    fn before_attribute_value(&mut self) -> Option<Token> {
+        let token = match self.skip_white()? {
+            q @ (b'"' | b'\'' | b'`') => self.attribute_value_quoted(q),
+            _ => self.attribute_value_unquoted(),
+        };
+        Some(token)
+    }
+
+    /// The value up to the closing `quote`. The opening quote is at `pos`, except at the
+    /// very start of the input, where the context says we are already inside the value.
+    fn attribute_value_quoted(&mut self, quote: u8) -> Token {
+        if self.pos > 0 {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        match find(self.s, start, quote) {
+            None => {
+                let end = self.s.len();
+                self.state = State::Eof;
+                self.token(TokenKind::AttrValue, start, end.max(start))
+            }
+            Some(q) => {
+                self.pos = q + 1;
+                self.state = State::AfterAttributeValueQuoted;
+                self.token(TokenKind::AttrValue, start, q)
+            }
+        }
+    }
+
+    fn attribute_value_unquoted(&mut self) -> Token {
+        let start = self.pos;
+        let mut pos = start;
+        while let Some(ch) = self.byte(pos) {
+            if is_white(ch) {
+                self.pos = pos + 1;
+                self.state = State::BeforeAttributeName;
+                return self.token(TokenKind::AttrValue, start, pos);
+            }
+            if ch == b'>' {
+                self.pos = pos;
+                self.state = State::TagNameClose;
+                return self.token(TokenKind::AttrValue, start, pos);
+            }
+            pos += 1;
+        }
+        self.state = State::Eof;
+        self.token(TokenKind::AttrValue, start, self.s.len())
+    }
+
+    fn after_attribute_value_quoted(&mut self) -> Option<Token> {
+        let ch = self.byte(self.pos)?;
+        if is_white(ch) {
+            self.pos += 1;
+            self.before_attribute_name()
+        } else if ch == b'/' {
+            self.pos += 1;
+            self.self_closing_start_tag()
+        } else if ch == b'>' {
+            let start = self.pos;
+            self.pos += 1;
+            self.emit(TokenKind::TagNameClose, start, start + 1, State::Data)
+        } else {
+            self.before_attribute_name()
+        }
+    }
+
+    fn self_closing_start_tag(&mut self) -> Option<Token> {
+        let ch = self.byte(self.pos)?;
+        // `pos >= 1`: every path here has just stepped over a `/`.
+        if ch == b'>' && self.pos > 0 {
+            let start = self.pos - 1;
+            self.pos += 1;
+            self.emit(TokenKind::TagNameSelfClose, start, start + 2, State::Data)
+        } else {
+            self.before_attribute_name()
+        }
+    }
+
+    /// Everything up to the next `>` (or the end) is a comment.
+    fn bogus_comment(&mut self) -> Token {
+        let start = self.pos;
+        match find(self.s, start, b'>') {
+            None => {
+                let end = self.s.len();
+                self.pos = end;
+                self.state = State::Eof;
+                self.token(TokenKind::TagComment, start, end)
+            }
+            Some(gt) => {
+                self.pos = gt + 1;
+                self.state = State::Data;
+                self.token(TokenKind::TagComment, start, gt)
+            }
+        }
+    }
+
+    /// `<% ... %>`: not in the spec, but IE <= 9 and old Safari treat it as a comment.
+    fn bogus_comment_percent(&mut self) -> Token {
+        let start = self.pos;
+        let mut from = start;
+        loop {
+            match find(self.s, from, b'%') {
+                Some(p) if self.byte(p + 1) == Some(b'>') => {
+                    self.pos = p + 2;
+                    self.state = State::Data;
+                    return self.token(TokenKind::TagComment, start, p);
+                }
+                Some(p) if p + 1 < self.s.len() => from = p + 1,
+                _ => {
+                    let end = self.s.len();
+                    self.pos = end;
+                    self.state = State::Eof;
+                    return self.token(TokenKind::TagComment, start, end);
+                }
+            }
+        }
+    }
+
+    /// After `<!`: a doctype, CDATA, a comment, or a bogus comment.
+    fn markup_declaration_open(&mut self) -> Option<Token> {
+        let rest = self.s.get(self.pos..).unwrap_or_default();
+        if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"DOCTYPE") {
+            Some(self.doctype())
+        } else if rest.starts_with(b"[CDATA[") {
+            self.pos += 7;
+            Some(self.cdata())
+        } else if rest.starts_with(b"--") {
+            self.pos += 2;
+            Some(self.comment())
+        } else {
+            Some(self.bogus_comment())
+        }
+    }
+
+    /// A comment ends at `-->`, at `-!>`, or at the end; NULs between the first `-` and the
+    /// second `-`/`!` are ignored (IE).
+    fn comment(&mut self) -> Token {
+        let start = self.pos;
+        let len = self.s.len();
+        let mut from = start;
+        loop {
+            let dash = match find(self.s, from, b'-') {
+                Some(d) if d + 3 <= len => d,
+                _ => break,
+            };
+            let mut off = dash + 1;
+            while self.byte(off) == Some(0) {
+                off += 1;
+            }
+            match self.byte(off) {
+                None => break,
+                Some(b'-' | b'!') => {}
+                Some(_) => {
+                    from = dash + 1;
+                    continue;
+                }
+            }
+            match self.byte(off + 1) {
+                None => break,
+                Some(b'>') => {
+                    self.pos = off + 2;
+                    self.state = State::Data;
+                    return self.token(TokenKind::TagComment, start, dash);
+                }
+                Some(_) => from = dash + 1,
+            }
+        }
+        self.state = State::Eof;
+        self.token(TokenKind::TagComment, start, len)
+    }
+
+    /// `<![CDATA[ ... ]]>`: the content is data text.
+    fn cdata(&mut self) -> Token {
+        let start = self.pos;
+        let len = self.s.len();
+        let mut from = start;
+        loop {
+            match find(self.s, from, b']') {
+                Some(rb) if rb + 3 <= len => {
+                    if self.s.get(rb + 1..rb + 3) == Some(b"]>") {
+                        self.pos = rb + 3;
+                        self.state = State::Data;
+                        return self.token(TokenKind::DataText, start, rb);
+                    }
+                    from = rb + 1;
+                }
+                _ => {
+                    self.state = State::Eof;
+                    return self.token(TokenKind::DataText, start, len);
+                }
+            }
+        }
+    }
+
+    /// `<!DOCTYPE ...>`: the token starts at `DOCTYPE` and ends before `>`.
+    fn doctype(&mut self) -> Token {
+        let start = self.pos;
+        match find(self.s, start, b'>') {
+            None => {
+                self.state = State::Eof;
+                self.token(TokenKind::Doctype, start, self.s.len())
+            }
+            Some(gt) => {
+                self.pos = gt + 1;
+                self.state = State::Data;
+                self.token(TokenKind::Doctype, start, gt)
+            }
+        }
+    }
+}
