@@ -449,29 +449,73 @@ pub(crate) fn is_black_tag(name: &[u8]) -> bool {
     head == *b"SVG" || head == *b"XSL"
 }
 
-/// What the attribute `name` makes of its value (C's `is_black_attr`).
+/// What the attribute `name` makes of its value (C's `is_black_attr`). `name` may hold
+/// NULs when it is an `attributeName` value.
 pub(crate) fn attr_kind(name: &[u8], events: EventRule) -> AttrKind {
+    if memchr::memchr(0, name).is_none() {
+        return attr_name_kind(name, events);
+    }
     if name.len() < 2 {
         return AttrKind::None;
     }
-    if name.len() >= 5 {
-        if name[..2].eq_ignore_ascii_case(b"on") && is_event(&name[2..], events) {
-            return AttrKind::Black;
-        }
-        // xmlns can create arbitrary tags; xlink:href and friends take URLs.
-        if starts_with_folded(name, b"XMLNS") || starts_with_folded(name, b"XLINK") {
-            return AttrKind::Black;
-        }
+    // C checks `on` and the prefixes on the raw bytes, where a NUL never matches.
+    if name.len() >= 5
+        && ((name[..2].eq_ignore_ascii_case(b"on") && is_event(&name[2..], events))
+            || is_prefixed(name))
+    {
+        return AttrKind::Black;
     }
-    if let Some((buf, n)) = fold::<BLACK_ATTR_MAX>(name) {
-        let folded = &buf[..n];
-        for &(word, kind) in BLACK_ATTRS {
-            if word == folded {
-                return kind;
+    let Some((buf, n)) = fold::<BLACK_ATTR_MAX>(name) else {
+        return AttrKind::None;
+    };
+    let folded = &buf[..n];
+    BLACK_ATTRS
+        .iter()
+        .find(|(word, _)| *word == folded)
+        .map_or(AttrKind::None, |&(_, kind)| kind)
+}
+
+/// The first letters of [`BLACK_ATTRS`] (upper case): a name starting otherwise is harmless.
+static ATTR_INITIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < BLACK_ATTRS.len() {
+        let c = BLACK_ATTRS[i].0[0];
+        t[c as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// [`attr_kind`] for a name without NULs, which every attribute-name token is (the
+/// tokenizer ends names at NUL): the first letter picks the one rule that can apply.
+#[inline]
+pub(crate) fn attr_name_kind(name: &[u8], events: EventRule) -> AttrKind {
+    let len = name.len();
+    if len < 2 {
+        return AttrKind::None;
+    }
+    match name[0].to_ascii_uppercase() {
+        b'O' => {
+            if len >= 5 && name[1].eq_ignore_ascii_case(&b'n') && is_event(&name[2..], events) {
+                AttrKind::Black
+            } else {
+                AttrKind::None
             }
         }
+        b'X' if len >= 5 && is_prefixed(name) => AttrKind::Black,
+        c if len <= BLACK_ATTR_MAX && ATTR_INITIAL[usize::from(c)] => BLACK_ATTRS
+            .iter()
+            .find(|(word, _)| word.eq_ignore_ascii_case(name))
+            .map_or(AttrKind::None, |&(_, kind)| kind),
+        _ => AttrKind::None,
     }
-    AttrKind::None
+}
+
+/// `xmlns*` or `xlink*` (the first five bytes, no NUL among them).
+#[inline]
+fn is_prefixed(name: &[u8]) -> bool {
+    starts_with_folded(name, b"XMLNS") || starts_with_folded(name, b"XLINK")
 }
 
 /// `rest` is what follows `on` in an attribute name of 5 bytes or more.

@@ -91,19 +91,49 @@ enum State {
     Eof,
 }
 
+/// Byte classes for the scanning loops: one table load per byte instead of a chain of
+/// comparisons.
+const WHITE: u8 = 1; // space, \t, \n, \v, \f, \r
+const NUL: u8 = 2; // whitespace to `h5_is_white` (C's strchr matches the terminator)
+const SLASH: u8 = 4;
+const EQUALS: u8 = 8;
+const GT: u8 = 16;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b' ' as usize] = WHITE;
+    t[b'\t' as usize] = WHITE;
+    t[b'\n' as usize] = WHITE;
+    t[0x0b] = WHITE;
+    t[0x0c] = WHITE;
+    t[b'\r' as usize] = WHITE;
+    t[0] = NUL;
+    t[b'/' as usize] = SLASH;
+    t[b'=' as usize] = EQUALS;
+    t[b'>' as usize] = GT;
+    t
+};
+
 /// `h5_is_white`: C's `strchr(" \t\n\v\f\r", ch)`, which also matches NUL (the terminator).
 #[inline]
 fn is_white(b: u8) -> bool {
-    matches!(b, 0 | b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+    CLASS[usize::from(b)] & (WHITE | NUL) != 0
 }
 
 /// Position of the first `needle` in `hay[from..]`, as an offset in `hay`.
 #[inline]
 fn find(hay: &[u8], from: usize, needle: u8) -> Option<usize> {
-    hay.get(from..)?
-        .iter()
-        .position(|&b| b == needle)
-        .map(|i| i + from)
+    memchr::memchr(needle, hay.get(from..)?).map(|i| i + from)
+}
+
+/// Position of the first byte of `hay[from..]` in one of the classes `mask`, and its class.
+#[inline]
+fn scan(hay: &[u8], from: usize, mask: u8) -> Option<(usize, u8)> {
+    let rest = hay.get(from..)?;
+    rest.iter().enumerate().find_map(|(i, &b)| {
+        let class = CLASS[usize::from(b)] & mask;
+        (class != 0).then_some((i + from, class))
+    })
 }
 
 /// libinjection's HTML5 tokenizer over one input, started in one [`Context`].
@@ -276,35 +306,34 @@ impl<'a> Tokenizer<'a> {
 
     fn tag_name(&mut self) -> Token {
         let start = self.pos;
-        let mut pos = start;
-        while let Some(ch) = self.byte(pos) {
-            if ch == 0 {
-                // Non-standard: old browsers ignore NULs inside tag names.
-                pos += 1;
-            } else if is_white(ch) {
+        // NULs stay inside the name (old browsers ignore them), so only real whitespace ends it.
+        match scan(self.s, start, WHITE | SLASH | GT) {
+            Some((pos, WHITE)) => {
                 self.pos = pos + 1;
                 self.state = State::BeforeAttributeName;
-                return self.token(TokenKind::TagNameOpen, start, pos);
-            } else if ch == b'/' {
+                self.token(TokenKind::TagNameOpen, start, pos)
+            }
+            Some((pos, SLASH)) => {
                 self.pos = pos + 1;
                 self.state = State::SelfClosingStartTag;
-                return self.token(TokenKind::TagNameOpen, start, pos);
-            } else if ch == b'>' {
-                if self.is_close {
-                    self.pos = pos + 1;
-                    self.is_close = false;
-                    self.state = State::Data;
-                    return self.token(TokenKind::TagClose, start, pos);
-                }
+                self.token(TokenKind::TagNameOpen, start, pos)
+            }
+            Some((pos, _)) if self.is_close => {
+                self.pos = pos + 1;
+                self.is_close = false;
+                self.state = State::Data;
+                self.token(TokenKind::TagClose, start, pos)
+            }
+            Some((pos, _)) => {
                 self.pos = pos;
                 self.state = State::TagNameClose;
-                return self.token(TokenKind::TagNameOpen, start, pos);
-            } else {
-                pos += 1;
+                self.token(TokenKind::TagNameOpen, start, pos)
+            }
+            None => {
+                self.state = State::Eof;
+                self.token(TokenKind::TagNameOpen, start, self.s.len())
             }
         }
-        self.state = State::Eof;
-        self.token(TokenKind::TagNameOpen, start, self.s.len())
     }
 
     #[inline]
@@ -331,27 +360,19 @@ impl<'a> Tokenizer<'a> {
     /// when it is `=` (C scans from `pos + 1`).
     fn attribute_name(&mut self) -> Token {
         let start = self.pos;
-        let mut pos = start + 1;
-        while let Some(ch) = self.byte(pos) {
-            let (next, after) = if is_white(ch) {
-                (State::AfterAttributeName, pos + 1)
-            } else if ch == b'/' {
-                (State::SelfClosingStartTag, pos + 1)
-            } else if ch == b'=' {
-                (State::BeforeAttributeValue, pos + 1)
-            } else if ch == b'>' {
-                (State::TagNameClose, pos)
-            } else {
-                pos += 1;
-                continue;
-            };
-            self.state = next;
-            self.pos = after;
-            return self.token(TokenKind::AttrName, start, pos);
-        }
-        let end = self.s.len();
-        self.state = State::Eof;
-        self.pos = end;
+        let found = scan(self.s, start + 1, WHITE | NUL | SLASH | EQUALS | GT);
+        let (end, after, next) = match found {
+            Some((pos, SLASH)) => (pos, pos + 1, State::SelfClosingStartTag),
+            Some((pos, EQUALS)) => (pos, pos + 1, State::BeforeAttributeValue),
+            Some((pos, GT)) => (pos, pos, State::TagNameClose),
+            Some((pos, _)) => (pos, pos + 1, State::AfterAttributeName),
+            None => {
+                let end = self.s.len().max(start);
+                (end, end, State::Eof)
+            }
+        };
+        self.state = next;
+        self.pos = after;
         self.token(TokenKind::AttrName, start, end)
     }
 
@@ -401,22 +422,22 @@ impl<'a> Tokenizer<'a> {
 
     fn attribute_value_unquoted(&mut self) -> Token {
         let start = self.pos;
-        let mut pos = start;
-        while let Some(ch) = self.byte(pos) {
-            if is_white(ch) {
-                self.pos = pos + 1;
-                self.state = State::BeforeAttributeName;
-                return self.token(TokenKind::AttrValue, start, pos);
-            }
-            if ch == b'>' {
+        match scan(self.s, start, WHITE | NUL | GT) {
+            Some((pos, GT)) => {
                 self.pos = pos;
                 self.state = State::TagNameClose;
-                return self.token(TokenKind::AttrValue, start, pos);
+                self.token(TokenKind::AttrValue, start, pos)
             }
-            pos += 1;
+            Some((pos, _)) => {
+                self.pos = pos + 1;
+                self.state = State::BeforeAttributeName;
+                self.token(TokenKind::AttrValue, start, pos)
+            }
+            None => {
+                self.state = State::Eof;
+                self.token(TokenKind::AttrValue, start, self.s.len())
+            }
         }
-        self.state = State::Eof;
-        self.token(TokenKind::AttrValue, start, self.s.len())
     }
 
     fn after_attribute_value_quoted(&mut self) -> Option<Token> {

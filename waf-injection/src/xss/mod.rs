@@ -61,13 +61,8 @@ pub fn is_xss_in(input: &[u8], context: Context) -> bool {
 
 #[inline]
 fn detect(input: &[u8], events: EventRule) -> bool {
-    let mut has_lt = false;
-    let mut has_eq = false;
-    for &b in input {
-        has_lt |= b == b'<';
-        has_eq |= b == b'=';
-    }
-    if !has_lt && !has_eq {
+    let has_lt = memchr::memchr(b'<', input).is_some();
+    if !has_lt && memchr::memchr(b'=', input).is_none() {
         return false;
     }
     Context::ALL
@@ -91,7 +86,7 @@ fn is_xss(input: &[u8], context: Context, events: EventRule) -> bool {
                 }
             }
             TokenKind::AttrName => {
-                attr = blacklist::attr_kind(bytes, events);
+                attr = blacklist::attr_name_kind(bytes, events);
                 continue;
             }
             TokenKind::AttrValue => {
