@@ -11,13 +11,12 @@ mod common;
 use std::hint::black_box;
 use std::time::Instant;
 
+/// A detector under test.
+type Detector<'a> = dyn FnMut(&[u8]) -> bool + 'a;
+
 /// Nanoseconds per call of each detector over `inputs`: the best of `rounds` passes, the
 /// detectors taking turns within each round so that machine noise hits them alike.
-fn ns_per_call(
-    inputs: &[&[u8]],
-    rounds: usize,
-    detectors: &mut [&mut dyn FnMut(&[u8]) -> bool],
-) -> Vec<f64> {
+fn ns_per_call(inputs: &[&[u8]], rounds: usize, detectors: &mut [&mut Detector]) -> Vec<f64> {
     let mut best = vec![f64::INFINITY; detectors.len()];
     for _ in 0..rounds {
         for (f, best) in detectors.iter_mut().zip(best.iter_mut()) {
