@@ -100,7 +100,7 @@ fn marks(input: &[u8]) -> u8 {
         mark_block(&padded, &mut acc);
     }
     let [lt, eq, sq, dq, bq] = acc;
-    lt * LT | eq * EQ | sq * SQ | dq * DQ | bq * BQ
+    (lt * LT) | (eq * EQ) | (sq * SQ) | (dq * DQ) | (bq * BQ)
 }
 
 /// ORs into `acc` whether `block` holds `<`, `=`, `'`, `"`, `` ` ``.
