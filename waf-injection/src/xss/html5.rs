@@ -176,6 +176,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// The next token, or `None` at the end (C's `libinjection_h5_next` returning 0).
+    #[inline(always)]
     pub fn next_token(&mut self) -> Option<Token> {
         let token = match self.state {
             State::Data => self.data(),
@@ -221,6 +222,7 @@ impl<'a> Tokenizer<'a> {
         None
     }
 
+    #[inline(always)]
     fn data(&mut self) -> Option<Token> {
         let start = self.pos;
         match find(self.s, start, b'<') {
@@ -243,6 +245,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn tag_open(&mut self) -> Option<Token> {
         let ch = self.byte(self.pos)?;
         match ch {
@@ -276,6 +279,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn end_tag_open(&mut self) -> Option<Token> {
         match self.byte(self.pos)? {
             b'>' => self.data(),
@@ -287,6 +291,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn tag_name_close(&mut self) -> Token {
         self.is_close = false;
         let start = self.pos;
@@ -304,6 +309,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn tag_name(&mut self) -> Token {
         let start = self.pos;
         // NULs stay inside the name (old browsers ignore them), so only real whitespace ends it.
@@ -341,6 +347,7 @@ impl<'a> Tokenizer<'a> {
         Token { kind, start, end }
     }
 
+    #[inline(always)]
     fn before_attribute_name(&mut self) -> Option<Token> {
         match self.skip_white()? {
             b'/' => {
@@ -358,6 +365,7 @@ impl<'a> Tokenizer<'a> {
 
     /// Starts at a byte that is not whitespace; that first byte is part of the name even
     /// when it is `=` (C scans from `pos + 1`).
+    #[inline(always)]
     fn attribute_name(&mut self) -> Token {
         let start = self.pos;
         let found = scan(self.s, start + 1, WHITE | NUL | SLASH | EQUALS | GT);
@@ -376,6 +384,7 @@ impl<'a> Tokenizer<'a> {
         self.token(TokenKind::AttrName, start, end)
     }
 
+    #[inline(always)]
     fn after_attribute_name(&mut self) -> Option<Token> {
         match self.skip_white()? {
             b'/' => {
@@ -391,6 +400,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn before_attribute_value(&mut self) -> Option<Token> {
         let token = match self.skip_white()? {
             q @ (b'"' | b'\'' | b'`') => self.attribute_value_quoted(q),
@@ -401,6 +411,7 @@ impl<'a> Tokenizer<'a> {
 
     /// The value up to the closing `quote`. The opening quote is at `pos`, except at the
     /// very start of the input, where the context says we are already inside the value.
+    #[inline(always)]
     fn attribute_value_quoted(&mut self, quote: u8) -> Token {
         if self.pos > 0 {
             self.pos += 1;
@@ -420,6 +431,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn attribute_value_unquoted(&mut self) -> Token {
         let start = self.pos;
         match scan(self.s, start, WHITE | NUL | GT) {
@@ -440,6 +452,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn after_attribute_value_quoted(&mut self) -> Option<Token> {
         let ch = self.byte(self.pos)?;
         if is_white(ch) {
@@ -457,6 +470,7 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    #[inline(always)]
     fn self_closing_start_tag(&mut self) -> Option<Token> {
         let ch = self.byte(self.pos)?;
         // `pos >= 1`: every path here has just stepped over a `/`.
@@ -470,6 +484,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// Everything up to the next `>` (or the end) is a comment.
+    #[inline(always)]
     fn bogus_comment(&mut self) -> Token {
         let start = self.pos;
         match find(self.s, start, b'>') {
@@ -488,6 +503,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// `<% ... %>`: not in the spec, but IE <= 9 and old Safari treat it as a comment.
+    #[inline(always)]
     fn bogus_comment_percent(&mut self) -> Token {
         let start = self.pos;
         let mut from = start;
@@ -510,6 +526,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// After `<!`: a doctype, CDATA, a comment, or a bogus comment.
+    #[inline(always)]
     fn markup_declaration_open(&mut self) -> Option<Token> {
         let rest = self.s.get(self.pos..).unwrap_or_default();
         if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"DOCTYPE") {
@@ -527,6 +544,7 @@ impl<'a> Tokenizer<'a> {
 
     /// A comment ends at `-->`, at `-!>`, or at the end; NULs between the first `-` and the
     /// second `-`/`!` are ignored (IE).
+    #[inline(always)]
     fn comment(&mut self) -> Token {
         let start = self.pos;
         let len = self.s.len();
@@ -563,6 +581,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// `<![CDATA[ ... ]]>`: the content is data text.
+    #[inline(always)]
     fn cdata(&mut self) -> Token {
         let start = self.pos;
         let len = self.s.len();
@@ -586,6 +605,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// `<!DOCTYPE ...>`: the token starts at `DOCTYPE` and ends before `>`.
+    #[inline(always)]
     fn doctype(&mut self) -> Token {
         let start = self.pos;
         match find(self.s, start, b'>') {

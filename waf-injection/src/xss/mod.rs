@@ -83,35 +83,38 @@ const SQ: u8 = 4;
 const DQ: u8 = 8;
 const BQ: u8 = 16;
 
-/// The marks present in `input`: one pass of byte comparisons over 32-byte blocks, which
-/// the compiler turns into vector compares (a table lookup per byte was about 2x slower on
-/// the corpus). The tail is copied into a zero-padded block so it is vectorized too.
+/// The marks present in `input`: one pass of byte comparisons over 32-byte blocks into a
+/// 32-byte accumulator, which the compiler turns into vector compares with one reduction
+/// at the end (a table lookup per byte was about 2x slower on the corpus). The tail is
+/// copied into a zero-padded block so that it is vectorized too.
 #[inline]
 fn marks(input: &[u8]) -> u8 {
-    let mut acc = [0u8; 5];
-    let mut blocks = input.chunks_exact(32);
+    let mut acc = [0u8; BLOCK];
+    let mut blocks = input.chunks_exact(BLOCK);
     for block in &mut blocks {
         mark_block(block, &mut acc);
     }
     let tail = blocks.remainder();
     if !tail.is_empty() {
-        let mut padded = [0u8; 32];
+        let mut padded = [0u8; BLOCK];
         padded[..tail.len()].copy_from_slice(tail);
         mark_block(&padded, &mut acc);
     }
-    let [lt, eq, sq, dq, bq] = acc;
-    (lt * LT) | (eq * EQ) | (sq * SQ) | (dq * DQ) | (bq * BQ)
+    acc.iter().fold(0, |m, &a| m | a)
 }
 
-/// ORs into `acc` whether `block` holds `<`, `=`, `'`, `"`, `` ` ``.
+/// Bytes per block of [`marks`].
+const BLOCK: usize = 32;
+
+/// ORs into `acc[i]` the mark of `block[i]`.
 #[inline(always)]
-fn mark_block(block: &[u8], acc: &mut [u8; 5]) {
-    for &b in block {
-        acc[0] |= u8::from(b == b'<');
-        acc[1] |= u8::from(b == b'=');
-        acc[2] |= u8::from(b == b'\'');
-        acc[3] |= u8::from(b == b'"');
-        acc[4] |= u8::from(b == b'`');
+fn mark_block(block: &[u8], acc: &mut [u8; BLOCK]) {
+    for (a, &b) in acc.iter_mut().zip(block) {
+        *a |= (u8::from(b == b'<') * LT)
+            | (u8::from(b == b'=') * EQ)
+            | (u8::from(b == b'\'') * SQ)
+            | (u8::from(b == b'"') * DQ)
+            | (u8::from(b == b'`') * BQ);
     }
 }
 
