@@ -37,58 +37,62 @@ pub(crate) enum EventRule {
     AnyOn,
 }
 
-/// Tags that are XSS whatever their attributes (compared after dropping NULs).
-const BLACK_TAGS: &[&[u8]] = &[
-    b"APPLET",
-    b"BASE",
-    b"COMMENT",
-    b"EMBED",
-    b"FRAME",
-    b"FRAMESET",
-    b"HANDLER",
-    b"IFRAME",
-    b"IMPORT",
-    b"ISINDEX",
-    b"LINK",
-    b"LISTENER",
-    b"META",
-    b"NOSCRIPT",
-    b"OBJECT",
-    b"SCRIPT",
-    b"STYLE",
-    b"VMLFRAME",
-    b"XML",
-    b"XSS",
-];
+/// Tags that are XSS whatever their attributes, upper-cased with NULs dropped.
+fn is_black_tag_word(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"APPLET"
+            | b"BASE"
+            | b"COMMENT" // IE, html5sec.org #38
+            | b"EMBED"
+            | b"FRAME"
+            | b"FRAMESET"
+            | b"HANDLER" // Opera SVG, effectively a script tag
+            | b"IFRAME"
+            | b"IMPORT"
+            | b"ISINDEX"
+            | b"LINK"
+            | b"LISTENER"
+            | b"META"
+            | b"NOSCRIPT"
+            | b"OBJECT"
+            | b"SCRIPT"
+            | b"STYLE"
+            | b"VMLFRAME"
+            | b"XML"
+            | b"XSS"
+    )
+}
 
-/// Longest name in [`BLACK_TAGS`].
+/// Longest word of [`is_black_tag_word`].
 const BLACK_TAG_MAX: usize = 8;
 
-/// Attribute names and what their values mean (compared after dropping NULs).
-const BLACK_ATTRS: &[(&[u8], AttrKind)] = &[
-    (b"ACTION", AttrKind::Url),
-    (b"ATTRIBUTENAME", AttrKind::Indirect),
-    (b"BY", AttrKind::Url),
-    (b"BACKGROUND", AttrKind::Url),
-    (b"DATAFORMATAS", AttrKind::Black),
-    (b"DATASRC", AttrKind::Black),
-    (b"DYNSRC", AttrKind::Url),
-    (b"FILTER", AttrKind::Style),
-    (b"FORMACTION", AttrKind::Url),
-    (b"FOLDER", AttrKind::Url),
-    (b"FROM", AttrKind::Url),
-    (b"HANDLER", AttrKind::Url),
-    (b"HREF", AttrKind::Url),
-    (b"LOWSRC", AttrKind::Url),
-    (b"POSTER", AttrKind::Url),
-    (b"SRC", AttrKind::Url),
-    (b"STYLE", AttrKind::Style),
-    (b"TO", AttrKind::Url),
-    (b"VALUES", AttrKind::Url),
-    (b"XLINK:HREF", AttrKind::Url),
-];
+/// What an attribute name, upper-cased with NULs dropped, makes of its value.
+fn black_attr_word(word: &[u8]) -> AttrKind {
+    match word {
+        b"ACTION" // form
+        | b"BACKGROUND" // IE6, O11
+        | b"BY" // SVG
+        | b"DYNSRC" // obsolete img attribute
+        | b"FOLDER" // IE, a tags only
+        | b"FORMACTION" // HTML5
+        | b"FROM" // SVG
+        | b"HANDLER" // SVG Tiny, Opera
+        | b"HREF"
+        | b"LOWSRC" // obsolete img attribute
+        | b"POSTER" // Opera 10, 11
+        | b"SRC"
+        | b"TO" // SVG
+        | b"VALUES" // SVG
+        | b"XLINK:HREF" => AttrKind::Url,
+        b"ATTRIBUTENAME" => AttrKind::Indirect, // SVG animation names the attribute
+        b"DATAFORMATAS" | b"DATASRC" => AttrKind::Black, // IE data binding
+        b"FILTER" | b"STYLE" => AttrKind::Style, // FILTER: Opera, SVG inline style
+        _ => AttrKind::None,
+    }
+}
 
-/// Longest name in [`BLACK_ATTRS`].
+/// Longest word of [`black_attr_word`].
 const BLACK_ATTR_MAX: usize = 13;
 
 /// Event names after `on`, sorted (libinjection 4.x, from WebKit's `EventNames.h`). A name
@@ -429,24 +433,22 @@ fn starts_with_folded(s: &[u8], word: &[u8]) -> bool {
             .all(|(&b, &w)| b != 0 && b.to_ascii_uppercase() == w)
 }
 
-/// True when `name` is a tag libinjection bans: one of [`BLACK_TAGS`] (NULs ignored), or any
+/// True when `name` is a tag libinjection bans: a [`is_black_tag_word`] (NULs ignored), or any
 /// name starting with `svg` or `xsl` (namespaced SVG/XSLT tricks).
 pub(crate) fn is_black_tag(name: &[u8]) -> bool {
     if name.len() < 3 {
         return false;
     }
-    if let Some((buf, n)) = fold::<BLACK_TAG_MAX>(name) {
-        let folded = &buf[..n];
-        if BLACK_TAGS.contains(&folded) {
-            return true;
-        }
-    }
+    // Anything SVG or XSL(T): compared on the raw bytes, as C does.
     let head = [
         name[0].to_ascii_uppercase(),
         name[1].to_ascii_uppercase(),
         name[2].to_ascii_uppercase(),
     ];
-    head == *b"SVG" || head == *b"XSL"
+    if head == *b"SVG" || head == *b"XSL" {
+        return true;
+    }
+    fold::<BLACK_TAG_MAX>(name).is_some_and(|(buf, n)| is_black_tag_word(&buf[..n]))
 }
 
 /// What the attribute `name` makes of its value (C's `is_black_attr`). `name` may hold
@@ -465,23 +467,17 @@ pub(crate) fn attr_kind(name: &[u8], events: EventRule) -> AttrKind {
     {
         return AttrKind::Black;
     }
-    let Some((buf, n)) = fold::<BLACK_ATTR_MAX>(name) else {
-        return AttrKind::None;
-    };
-    let folded = &buf[..n];
-    BLACK_ATTRS
-        .iter()
-        .find(|(word, _)| *word == folded)
-        .map_or(AttrKind::None, |&(_, kind)| kind)
+    fold::<BLACK_ATTR_MAX>(name).map_or(AttrKind::None, |(buf, n)| black_attr_word(&buf[..n]))
 }
 
-/// The first letters of [`BLACK_ATTRS`] (upper case): a name starting otherwise is harmless.
+/// The first letters of the words of [`black_attr_word`]: a name starting otherwise is
+/// harmless.
 static ATTR_INITIAL: [bool; 256] = {
     let mut t = [false; 256];
+    let initials = b"ABDFHLPSTVX";
     let mut i = 0;
-    while i < BLACK_ATTRS.len() {
-        let c = BLACK_ATTRS[i].0[0];
-        t[c as usize] = true;
+    while i < initials.len() {
+        t[initials[i] as usize] = true;
         i += 1;
     }
     t
@@ -504,10 +500,8 @@ pub(crate) fn attr_name_kind(name: &[u8], events: EventRule) -> AttrKind {
             }
         }
         b'X' if len >= 5 && is_prefixed(name) => AttrKind::Black,
-        c if len <= BLACK_ATTR_MAX && ATTR_INITIAL[usize::from(c)] => BLACK_ATTRS
-            .iter()
-            .find(|(word, _)| word.eq_ignore_ascii_case(name))
-            .map_or(AttrKind::None, |&(_, kind)| kind),
+        c if len <= BLACK_ATTR_MAX && ATTR_INITIAL[usize::from(c)] => fold::<BLACK_ATTR_MAX>(name)
+            .map_or(AttrKind::None, |(buf, n)| black_attr_word(&buf[..n])),
         _ => AttrKind::None,
     }
 }
@@ -659,17 +653,12 @@ mod tests {
         assert!(EVENTS.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(EVENTS.iter().map(|w| w.len()).max(), Some(EVENT_MAX));
         assert_eq!(
-            BLACK_TAGS.iter().map(|w| w.len()).max(),
-            Some(BLACK_TAG_MAX)
-        );
-        assert_eq!(
-            BLACK_ATTRS.iter().map(|w| w.0.len()).max(),
-            Some(BLACK_ATTR_MAX)
-        );
-        assert_eq!(
             BLACK_SCHEMES.iter().map(|w| w.len()).max(),
             Some(SCHEME_MAX)
         );
+        assert!(is_black_tag_word(b"VMLFRAME") && BLACK_TAG_MAX == 8);
+        assert_eq!(black_attr_word(b"ATTRIBUTENAME"), AttrKind::Indirect);
+        assert_eq!(BLACK_ATTR_MAX, b"ATTRIBUTENAME".len());
     }
 
     #[test]
