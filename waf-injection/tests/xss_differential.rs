@@ -18,8 +18,9 @@ const SHOW: usize = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Explained {
     /// libinjection 4.x only treats `on` + a known event name as an event handler; 3.9.2
-    /// bans every `on*` attribute name of 5 bytes or more. Example: `<a onxyzw=1>` and
-    /// `x onabcd=1` are XSS for 3.9.2, not for 4.x nor for us. Proven by re-running our
+    /// bans every `on*` attribute name of 5 bytes or more. Examples: `<a onxyzw=1>`,
+    /// `x onabcd=1`, `<a online=x>`, and real events missing from 4.x's list such as
+    /// `<a onauxclick=alert(1)>` are XSS for 3.9.2, not for 4.x nor for us. Proven by re-running our
     /// detector with the 3.9.2 rule (`detect_xss_3_9_2`) and getting the oracle's verdict.
     EventHandlerList,
 }
@@ -113,6 +114,8 @@ fn examples_of_explained_differences() {
         &b"<a onxyzw=1>"[..],
         b"x onabcd=1",
         b"\" onfooba=y",
+        b"<a online=x>",
+        b"<a onauxclick=alert(1)>",
         b"' ontest=x",
     ] {
         let ours = waf_injection::detect_xss(example);

@@ -9,7 +9,7 @@
 //! `tests/xss_differential.rs` compares every token with the C tokenizer.
 //!
 //! Tokens are ranges of the input; the tokenizer never allocates and never indexes outside
-//! the input (every read is bounds-checked through [`Tokenizer::byte`] or slice methods).
+//! the input (every read is bounds-checked, through `get` or slice methods).
 
 /// The state the input starts in: where an attacker's string lands in the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
