@@ -150,6 +150,22 @@ pub struct Tokenizer<'a> {
     pos: usize,
     is_close: bool,
     state: State,
+    /// Skip the tokens no verdict looks at (text, `>`, `/>`, closing tags): the caller
+    /// then sees only tag names, attribute names and values, comments and doctypes, and
+    /// the tokenizer goes straight on instead of returning to its dispatch.
+    skip_text: bool,
+}
+
+/// What the tag-open states found after `<`.
+enum AfterLt {
+    /// A token.
+    Token(Token),
+    /// Not a tag: the `<` is text, data goes on at `pos`.
+    LtIsText,
+    /// `</>`: data goes on at the `>`.
+    Data,
+    /// The end of the input.
+    End,
 }
 
 impl<'a> Tokenizer<'a> {
@@ -167,6 +183,16 @@ impl<'a> Tokenizer<'a> {
             pos: 0,
             is_close: false,
             state,
+            skip_text: false,
+        }
+    }
+
+    /// [`Tokenizer::new`] that skips the tokens no verdict depends on: text, `>`, `/>` and
+    /// closing tags. An attribute value still comes right after its attribute name.
+    pub fn for_verdict(input: &'a [u8], context: Context) -> Tokenizer<'a> {
+        Tokenizer {
+            skip_text: true,
+            ..Tokenizer::new(input, context)
         }
     }
 
@@ -180,8 +206,13 @@ impl<'a> Tokenizer<'a> {
     pub fn next_token(&mut self) -> Option<Token> {
         let token = match self.state {
             State::Data => self.data(),
-            State::TagOpen => self.tag_open(),
-            State::TagNameClose => Some(self.tag_name_close()),
+            State::TagOpen => match self.tag_open() {
+                AfterLt::Token(token) => Some(token),
+                AfterLt::LtIsText => self.lt_is_text(),
+                AfterLt::Data => self.data(),
+                AfterLt::End => None,
+            },
+            State::TagNameClose => self.tag_name_close(),
             State::BeforeAttributeName => self.before_attribute_name(),
             State::AfterAttributeName => self.after_attribute_name(),
             State::BeforeAttributeValue => self.before_attribute_value(),
@@ -224,96 +255,110 @@ impl<'a> Tokenizer<'a> {
 
     #[inline(always)]
     fn data(&mut self) -> Option<Token> {
-        let start = self.pos;
-        match find(self.s, start, b'<') {
-            None => {
+        loop {
+            let start = self.pos;
+            let Some(lt) = find(self.s, start, b'<') else {
                 let end = self.s.len();
-                if start >= end {
+                if start >= end || self.skip_text {
                     return None;
                 }
                 self.pos = end;
-                self.emit(TokenKind::DataText, start, end, State::Eof)
+                return self.emit(TokenKind::DataText, start, end, State::Eof);
+            };
+            self.pos = lt + 1;
+            if lt > start && !self.skip_text {
+                return self.emit(TokenKind::DataText, start, lt, State::TagOpen);
             }
-            Some(lt) => {
-                self.pos = lt + 1;
-                if lt == start {
-                    self.tag_open()
-                } else {
-                    self.emit(TokenKind::DataText, start, lt, State::TagOpen)
-                }
+            match self.tag_open() {
+                AfterLt::Token(token) => return Some(token),
+                AfterLt::End => return None,
+                AfterLt::LtIsText if !self.skip_text => return self.lt_is_text(),
+                AfterLt::LtIsText | AfterLt::Data => continue,
             }
         }
     }
 
+    /// The `<` before `pos` opens no tag: it is a one-byte data text (`pos >= 1` here).
     #[inline(always)]
-    fn tag_open(&mut self) -> Option<Token> {
-        let ch = self.byte(self.pos)?;
-        match ch {
+    fn lt_is_text(&mut self) -> Option<Token> {
+        let start = self.pos.saturating_sub(1);
+        self.emit(TokenKind::DataText, start, self.pos, State::Data)
+    }
+
+    /// Emits `token` and continues in the data state, or in skip mode goes straight on
+    /// to the next token worth returning.
+    #[inline(always)]
+    fn then_data(&mut self, token: Token) -> Option<Token> {
+        if self.skip_text {
+            self.data()
+        } else {
+            self.state = State::Data;
+            Some(token)
+        }
+    }
+
+    #[inline(always)]
+    fn tag_open(&mut self) -> AfterLt {
+        let Some(ch) = self.byte(self.pos) else {
+            return AfterLt::End;
+        };
+        let token = match ch {
             b'!' => {
                 self.pos += 1;
-                self.markup_declaration_open()
+                return self.markup_declaration_open();
             }
             b'/' => {
                 self.pos += 1;
                 self.is_close = true;
-                self.end_tag_open()
+                return self.end_tag_open();
             }
             b'?' => {
                 self.pos += 1;
-                Some(self.bogus_comment())
+                self.bogus_comment()
             }
             b'%' => {
                 self.pos += 1;
-                Some(self.bogus_comment_percent())
+                self.bogus_comment_percent()
             }
             // NUL: an IE-ism, ignored inside tag names.
-            b'a'..=b'z' | b'A'..=b'Z' | 0 => Some(self.tag_name()),
-            _ => {
-                // `pos` is after a `<` here, so `pos >= 1`; C re-enters the data state when
-                // `pos == 0`, which cannot happen.
-                if self.pos == 0 {
-                    return self.data();
-                }
-                self.emit(TokenKind::DataText, self.pos - 1, self.pos, State::Data)
-            }
-        }
+            b'a'..=b'z' | b'A'..=b'Z' | 0 => return self.tag_name(),
+            // C re-enters the data state when `pos == 0`, which cannot happen after a `<`.
+            _ => return AfterLt::LtIsText,
+        };
+        AfterLt::Token(token)
     }
 
     #[inline(always)]
-    fn end_tag_open(&mut self) -> Option<Token> {
-        match self.byte(self.pos)? {
-            b'>' => self.data(),
-            b'a'..=b'z' | b'A'..=b'Z' => Some(self.tag_name()),
-            _ => {
+    fn end_tag_open(&mut self) -> AfterLt {
+        match self.byte(self.pos) {
+            None => AfterLt::End,
+            Some(b'>') => AfterLt::Data,
+            Some(b'a'..=b'z' | b'A'..=b'Z') => self.tag_name(),
+            Some(_) => {
                 self.is_close = false;
-                Some(self.bogus_comment())
+                AfterLt::Token(self.bogus_comment())
             }
         }
     }
 
     #[inline(always)]
-    fn tag_name_close(&mut self) -> Token {
+    fn tag_name_close(&mut self) -> Option<Token> {
         self.is_close = false;
         let start = self.pos;
         self.pos += 1;
-        let next = if self.pos < self.s.len() {
-            State::Data
-        } else {
-            State::Eof
-        };
-        self.state = next;
-        Token {
-            kind: TokenKind::TagNameClose,
-            start,
-            end: start + 1,
+        let token = self.token(TokenKind::TagNameClose, start, start + 1);
+        if self.pos < self.s.len() {
+            return self.then_data(token);
         }
+        self.state = State::Eof;
+        (!self.skip_text).then_some(token)
     }
 
     #[inline(always)]
-    fn tag_name(&mut self) -> Token {
+    fn tag_name(&mut self) -> AfterLt {
         let start = self.pos;
         // NULs stay inside the name (old browsers ignore them), so only real whitespace ends it.
-        match scan(self.s, start, WHITE | SLASH | GT) {
+        let token = match scan(self.s, start, WHITE | SLASH | GT) {
             Some((pos, WHITE)) => {
                 self.pos = pos + 1;
                 self.state = State::BeforeAttributeName;
@@ -327,6 +372,9 @@ impl<'a> Tokenizer<'a> {
             Some((pos, _)) if self.is_close => {
                 self.pos = pos + 1;
                 self.is_close = false;
+                if self.skip_text {
+                    return AfterLt::Data;
+                }
                 self.state = State::Data;
                 self.token(TokenKind::TagClose, start, pos)
             }
@@ -339,7 +387,8 @@ impl<'a> Tokenizer<'a> {
                 self.state = State::Eof;
                 self.token(TokenKind::TagNameOpen, start, self.s.len())
             }
-        }
+        };
+        AfterLt::Token(token)
     }
 
     #[inline]
@@ -357,7 +406,8 @@ impl<'a> Tokenizer<'a> {
             b'>' => {
                 let start = self.pos;
                 self.pos += 1;
-                self.emit(TokenKind::TagNameClose, start, start + 1, State::Data)
+                let token = self.token(TokenKind::TagNameClose, start, start + 1);
+                self.then_data(token)
             }
             _ => Some(self.attribute_name()),
         }
@@ -395,7 +445,7 @@ impl<'a> Tokenizer<'a> {
                 self.pos += 1;
                 self.before_attribute_value()
             }
-            b'>' => Some(self.tag_name_close()),
+            b'>' => self.tag_name_close(),
             _ => Some(self.attribute_name()),
         }
     }
@@ -464,7 +514,8 @@ impl<'a> Tokenizer<'a> {
         } else if ch == b'>' {
             let start = self.pos;
             self.pos += 1;
-            self.emit(TokenKind::TagNameClose, start, start + 1, State::Data)
+            let token = self.token(TokenKind::TagNameClose, start, start + 1);
+            self.then_data(token)
         } else {
             self.before_attribute_name()
         }
@@ -477,7 +528,8 @@ impl<'a> Tokenizer<'a> {
         if ch == b'>' && self.pos > 0 {
             let start = self.pos - 1;
             self.pos += 1;
-            self.emit(TokenKind::TagNameSelfClose, start, start + 2, State::Data)
+            let token = self.token(TokenKind::TagNameSelfClose, start, start + 2);
+            self.then_data(token)
         } else {
             self.before_attribute_name()
         }
@@ -527,19 +579,24 @@ impl<'a> Tokenizer<'a> {
 
     /// After `<!`: a doctype, CDATA, a comment, or a bogus comment.
     #[inline(always)]
-    fn markup_declaration_open(&mut self) -> Option<Token> {
+    fn markup_declaration_open(&mut self) -> AfterLt {
         let rest = self.s.get(self.pos..).unwrap_or_default();
-        if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"DOCTYPE") {
-            Some(self.doctype())
+        let token = if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"DOCTYPE") {
+            self.doctype()
         } else if rest.starts_with(b"[CDATA[") {
             self.pos += 7;
-            Some(self.cdata())
+            let text = self.cdata();
+            if self.skip_text {
+                return AfterLt::Data;
+            }
+            text
         } else if rest.starts_with(b"--") {
             self.pos += 2;
-            Some(self.comment())
+            self.comment()
         } else {
-            Some(self.bogus_comment())
-        }
+            self.bogus_comment()
+        };
+        AfterLt::Token(token)
     }
 
     /// A comment ends at `-->`, at `-!>`, or at the end; NULs between the first `-` and the
@@ -597,6 +654,7 @@ impl<'a> Tokenizer<'a> {
                     from = rb + 1;
                 }
                 _ => {
+                    self.pos = len;
                     self.state = State::Eof;
                     return self.token(TokenKind::DataText, start, len);
                 }

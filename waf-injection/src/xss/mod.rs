@@ -137,7 +137,7 @@ fn mark_block(block: &[u8], acc: &mut [u8; BLOCK]) {
 /// C's `libinjection_is_xss`: tokenize `input` from `context`, stop at the first dangerous
 /// token.
 fn is_xss(input: &[u8], context: Context, events: EventRule) -> bool {
-    let mut tokens = Tokenizer::new(input, context);
+    let mut tokens = Tokenizer::for_verdict(input, context);
     // The kind of the last attribute name, for the value right after it.
     let mut attr = AttrKind::None;
     while let Some(token) = tokens.next_token() {
