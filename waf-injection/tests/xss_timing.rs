@@ -95,12 +95,14 @@ fn xss_timing() {
     .collect();
     let bench: Vec<&[u8]> = all.iter().copied().filter(|i| bench.contains(*i)).collect();
     let with_lt: Vec<&[u8]> = all.iter().copied().filter(|i| i.contains(&b'<')).collect();
+    let without_lt: Vec<&[u8]> = all.iter().copied().filter(|i| !i.contains(&b'<')).collect();
     let xss: Vec<&[u8]> = all.iter().copied().filter(|i| oracle.xss(i)).collect();
     let long: Vec<&[u8]> = all.iter().copied().filter(|i| i.len() >= 64).collect();
-    let sets: [(&str, &[&[u8]]); 5] = [
+    let sets: [(&str, &[&[u8]]); 6] = [
         ("whole corpus", &all),
         ("bench sample", &bench),
         ("inputs with '<'", &with_lt),
+        ("inputs without '<'", &without_lt),
         ("XSS per the oracle", &xss),
         ("inputs of 64+ bytes", &long),
     ];
