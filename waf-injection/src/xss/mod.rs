@@ -31,16 +31,16 @@
 //! decided by one vectorized pass before any tokenizing: see [`detect_xss`].
 //!
 //! Rough timing against the C library (`tests/xss_timing.rs`: on-CPU ns per call, best of
-//! 5 interleaved passes, release build, on a loaded 2-core VM, two runs; C / ours):
+//! 5 interleaved passes, release build, on a loaded 2-core VM, two runs at 40e2774):
 //!
 //! | inputs                         | ours    | C 3.9.2   | C / ours |
 //! |--------------------------------|---------|-----------|----------|
-//! | whole corpus (287,186)         | 118     | 348-362   | 2.9-3.1x |
-//! | `benches/detect.rs` sample     | 161-182 | 585       | 3.2-3.6x |
-//! | with `<` (67,869)              | 250-265 | 382-390   | 1.5x     |
-//! | without `<` (219,317)          | 79      | 334-352   | 4.2-4.5x |
-//! | XSS per the oracle (17,305)    | 147-160 | 175-222   | 1.1-1.5x |
-//! | 64 bytes or more (20,344)      | 500-720 | 1700      | 2.4-3.4x |
+//! | whole corpus (287,186)         | 152-160 | 477-479   | 3.0-3.1x |
+//! | `benches/detect.rs` sample     | 147-214 | 539-758   | 3.5-3.7x |
+//! | with `<` (67,869)              | 228-235 | 381-391   | 1.6-1.7x |
+//! | without `<` (219,317)          | 61-97   | 334-454   | 4.7-5.5x |
+//! | XSS per the oracle (17,305)    | 140-191 | 159-231   | 1.1-1.2x |
+//! | 64 bytes or more (20,344)      | 393-398 | 1570-1580 | 4.0x     |
 //!
 //! Where the time goes (callgrind, inputs with `<`): about 1,200 instructions and 20
 //! branch mispredictions per call, a third of them the tokenizer's state dispatch; the
