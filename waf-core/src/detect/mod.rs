@@ -78,7 +78,7 @@ impl InjectionDetector for Libinjection {
     }
 
     fn xss(&self, input: &[u8]) -> bool {
-        libinjectionrs::detect_xss(input).is_injection()
+        waf_injection::detect_xss(input)
     }
 }
 
