@@ -135,16 +135,26 @@ impl TransformCache {
     ) {
         let len = data.indexed_len(variable).unwrap_or(0);
         let mut pairs: Vec<(u32, u32)> = Vec::new();
+        // Scan results of values not scanned before go to this buffer, not to `bits` and
+        // `prefiltered`: the lists below are what the group's rules read, and on a big body
+        // recording every (value, group) cost a hash-table insert per value and group.
+        let mut scanned = vec![0u64; prefilter.words];
+        // At most one entry per value and step: grow the table once, not by doubling.
+        self.map.reserve(len * chain.len());
         for pos in 0..len {
             let (Some(key), _, raw) = data.indexed(variable, pos) else {
                 continue;
             };
             let slot = self.transform_slot(key, raw, chain, prefix_ids);
-            let offset = self.prefilter_bits(key, slot, raw, group, prefilter);
-            for (w, &word) in self.bits[offset..offset + prefilter.words]
-                .iter()
-                .enumerate()
-            {
+            let words = match self.prefiltered.get(&(key, group)) {
+                Some(&offset) => &self.bits[offset..offset + prefilter.words],
+                None => {
+                    scanned.fill(0);
+                    prefilter.scan(self.slice(slot, raw), &mut scanned);
+                    &scanned[..]
+                }
+            };
+            for (w, &word) in words.iter().enumerate() {
                 let mut x = word;
                 while x != 0 {
                     let b = x.trailing_zeros();
