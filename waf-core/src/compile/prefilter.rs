@@ -65,6 +65,9 @@ fn selective(literal: &[u8]) -> bool {
     !matches!(literal, [b] if b.is_ascii_alphanumeric())
 }
 
+/// Groups with more literals than this get a contiguous NFA instead of a DFA.
+const DFA_MAX_LITERALS: usize = 500;
+
 /// Gives every eligible rule (chained ones too) a [`PrefilterRef`] and builds the
 /// automata.
 pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
@@ -111,11 +114,18 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
         let (group, count) = (draft.index, draft.bits);
         let mut lits: Vec<(Vec<u8>, Vec<u32>)> = draft.literals.into_iter().collect();
         lits.sort();
-        // A DFA: overlapping search on it follows no failure transitions, which made the
-        // default contiguous NFA the top function of a CRS GET (callgrind, benches/PROFILE.md).
+        // A DFA where it stays small: overlapping search on it follows no failure
+        // transitions (the contiguous NFA was the top function of a CRS GET). Beyond
+        // DFA_MAX_LITERALS the DFA grows to tens of MB (CRS: 75 MB in all, for 3-4 % fewer
+        // instructions per request), so big groups get the compact NFA (8 MB in all).
+        let kind = if lits.len() <= DFA_MAX_LITERALS {
+            AhoCorasickKind::DFA
+        } else {
+            AhoCorasickKind::ContiguousNFA
+        };
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
+            .kind(Some(kind))
             .match_kind(MatchKind::Standard)
             .build(lits.iter().map(|(l, _)| l))
             .expect("literal sets are bounded (MAX_LITERALS per rule), so the automaton fits");

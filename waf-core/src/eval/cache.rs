@@ -139,8 +139,6 @@ impl TransformCache {
         // `prefiltered`: the lists below are what the group's rules read, and on a big body
         // recording every (value, group) cost a hash-table insert per value and group.
         let mut scanned = vec![0u64; prefilter.words];
-        // At most one entry per value and step: grow the table once, not by doubling.
-        self.map.reserve(len * chain.len());
         for pos in 0..len {
             let (Some(key), _, raw) = data.indexed(variable, pos) else {
                 continue;
