@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use actix_web::body::{BodySize, BoxBody, MessageBody};
@@ -10,9 +9,7 @@ use actix_web::dev::Payload;
 use actix_web::error::PayloadError;
 use bytes::Bytes;
 use futures_core::Stream;
-use waf_core::{Intervention, Transaction};
-
-use crate::config::Config;
+use waf_core::host::Finisher;
 
 /// A response body that went through the WAF: bytes buffered for inspection (sent first,
 /// exactly as the handler produced them), then the rest of the handler's body, streamed.
@@ -105,53 +102,6 @@ impl Stream for PrefixedPayload {
         match this.rest.as_mut() {
             Some(rest) => Pin::new(rest).poll_next(cx),
             None => Poll::Ready(None),
-        }
-    }
-}
-
-/// Runs phase 5 and sends the report exactly once, when the response is done or dropped.
-pub(crate) struct Finisher {
-    tx: Option<Transaction>,
-    config: Arc<Config>,
-    intervention: Option<Intervention>,
-    would_intervene: Option<Intervention>,
-}
-
-impl Finisher {
-    pub(crate) fn new(tx: Transaction, config: Arc<Config>) -> Finisher {
-        Finisher {
-            tx: Some(tx),
-            config,
-            intervention: None,
-            would_intervene: None,
-        }
-    }
-
-    pub(crate) fn tx(&mut self) -> &mut Transaction {
-        // `tx` is only taken in `drop`.
-        self.tx.as_mut().expect("transaction present until drop")
-    }
-
-    pub(crate) fn set_intervention(&mut self, i: Intervention) {
-        self.intervention.get_or_insert(i);
-    }
-
-    pub(crate) fn set_would_intervene(&mut self, i: Intervention) {
-        self.would_intervene.get_or_insert(i);
-    }
-}
-
-impl Drop for Finisher {
-    fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let mut report = tx.finish();
-            if report.intervention.is_none() {
-                report.intervention = self.intervention.take();
-            }
-            if report.would_intervene.is_none() {
-                report.would_intervene = self.would_intervene.take();
-            }
-            (self.config.sink)(&report);
         }
     }
 }

@@ -11,12 +11,12 @@ use crate::middleware::Waf;
 /// Default for [`WafBuilder::request_body_limit`]: 13,107,200 bytes (12.5 MiB), the value
 /// CRS recommends for `SecRequestBodyLimit`. It bounds what one request can make the
 /// middleware buffer (the limit plus one chunk).
-pub const DEFAULT_REQUEST_BODY_LIMIT: usize = 13_107_200;
+pub const DEFAULT_REQUEST_BODY_LIMIT: usize = waf_core::limits::DEFAULT_REQUEST_BODY_LIMIT;
 
 /// Default for [`WafBuilder::response_body_limit`]: 524,288 bytes (512 KiB), the value CRS
 /// recommends for `SecResponseBodyLimit`. Only responses whose MIME type the rules inspect
 /// are buffered at all.
-pub const DEFAULT_RESPONSE_BODY_LIMIT: usize = 524_288;
+pub const DEFAULT_RESPONSE_BODY_LIMIT: usize = waf_core::limits::DEFAULT_RESPONSE_BODY_LIMIT;
 
 /// The response header that carries the request id, by default.
 pub const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
@@ -33,7 +33,7 @@ pub enum OverLimit {
     ProcessPartial,
 }
 
-pub(crate) type Sink = Arc<dyn Fn(&Report) + Send + Sync>;
+pub(crate) type Sink = waf_core::host::ReportSink;
 
 pub(crate) struct Config {
     pub(crate) waf: waf_core::Waf,

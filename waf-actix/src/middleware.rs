@@ -19,8 +19,9 @@ use waf_core::{
     ConnectionInfo, DisruptiveAction, EngineMode, Intervention, RequestHead, ResponseHead, Verdict,
 };
 
-use crate::body::{Finisher, PrefixedPayload, WafBody};
+use crate::body::{PrefixedPayload, WafBody};
 use crate::config::{Config, OverLimit, WafBuilder};
+use waf_core::host::Finisher;
 
 /// The request id the WAF used, as a request extension the handler can read
 /// (`req.extensions().get::<RequestId>()`).
@@ -136,7 +137,7 @@ where
         .headers()
         .get(header::ACCEPT)
         .map(|v| v.as_bytes().to_vec());
-    let mut finisher = Finisher::new(tx, config.clone());
+    let mut finisher = Finisher::new(tx, Arc::clone(&config.sink));
     req.extensions_mut().insert(RequestId(id.clone()));
     let ctx = Ctx {
         config: &config,

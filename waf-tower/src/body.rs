@@ -2,15 +2,12 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
-use waf_core::{Intervention, Transaction};
-
-use crate::config::Config;
+use waf_core::host::Finisher;
 
 /// A body that went through the WAF: bytes it buffered for inspection (sent first, exactly
 /// as received), then the rest of the original body, streamed untouched.
@@ -120,54 +117,5 @@ where
             hint.set_upper(upper.saturating_add(prefix));
         }
         hint
-    }
-}
-
-/// Runs phase 5 and sends the report exactly once, when the response is done or dropped.
-pub(crate) struct Finisher {
-    tx: Option<Transaction>,
-    config: Arc<Config>,
-    /// An intervention the middleware itself carried out (a body over the limit).
-    intervention: Option<Intervention>,
-    /// One it would have carried out, in detection-only mode.
-    would_intervene: Option<Intervention>,
-}
-
-impl Finisher {
-    pub(crate) fn new(tx: Transaction, config: Arc<Config>) -> Finisher {
-        Finisher {
-            tx: Some(tx),
-            config,
-            intervention: None,
-            would_intervene: None,
-        }
-    }
-
-    pub(crate) fn tx(&mut self) -> &mut Transaction {
-        // `tx` is only taken in `drop`.
-        self.tx.as_mut().expect("transaction present until drop")
-    }
-
-    pub(crate) fn set_intervention(&mut self, i: Intervention) {
-        self.intervention.get_or_insert(i);
-    }
-
-    pub(crate) fn set_would_intervene(&mut self, i: Intervention) {
-        self.would_intervene.get_or_insert(i);
-    }
-}
-
-impl Drop for Finisher {
-    fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let mut report = tx.finish();
-            if report.intervention.is_none() {
-                report.intervention = self.intervention.take();
-            }
-            if report.would_intervene.is_none() {
-                report.would_intervene = self.would_intervene.take();
-            }
-            (self.config.sink)(&report);
-        }
     }
 }

@@ -1,7 +1,6 @@
 //! The options a [`WafLayer`](crate::WafLayer) is built with, and where reports go.
 
 use std::fmt;
-use std::sync::Arc;
 
 use http::HeaderName;
 use waf_core::host::TrustedProxies;
@@ -11,14 +10,14 @@ use waf_core::{Report, Waf};
 /// 13,107,200 bytes (12.5 MiB), the value CRS recommends for `SecRequestBodyLimit`.
 ///
 /// It bounds what one request can make the middleware buffer (the limit plus one chunk).
-pub const DEFAULT_REQUEST_BODY_LIMIT: usize = 13_107_200;
+pub const DEFAULT_REQUEST_BODY_LIMIT: usize = waf_core::limits::DEFAULT_REQUEST_BODY_LIMIT;
 
 /// Default for [`WafLayerBuilder::response_body_limit`](crate::WafLayerBuilder::response_body_limit):
 /// 524,288 bytes (512 KiB), the value CRS recommends for `SecResponseBodyLimit`.
 ///
 /// Only responses whose MIME type the rules inspect (`SecResponseBodyMimeType`) are
 /// buffered at all.
-pub const DEFAULT_RESPONSE_BODY_LIMIT: usize = 524_288;
+pub const DEFAULT_RESPONSE_BODY_LIMIT: usize = waf_core::limits::DEFAULT_RESPONSE_BODY_LIMIT;
 
 /// The response header that carries the request id, by default.
 pub const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
@@ -36,7 +35,7 @@ pub enum OverLimit {
 }
 
 /// Where every transaction's [`Report`] goes.
-pub(crate) type Sink = Arc<dyn Fn(&Report) + Send + Sync>;
+pub(crate) type Sink = waf_core::host::ReportSink;
 
 /// Everything a [`WafService`](crate::WafService) needs, shared by all its clones.
 pub(crate) struct Config {

@@ -19,9 +19,10 @@ use waf_core::{
     Transaction, Verdict,
 };
 
-use crate::body::{Finisher, WafBody};
+use crate::body::WafBody;
 use crate::config::{Config, OverLimit};
 use crate::future::ResponseFuture;
+use waf_core::host::Finisher;
 
 /// The peer address of a connection, as a request extension. Insert it when serving with
 /// hyper directly; with axum, `into_make_service_with_connect_info::<SocketAddr>()` is read
@@ -113,7 +114,7 @@ where
 
         let verdict = phase1(&mut tx, &parts);
         parts.extensions.insert(RequestId(id.clone()));
-        let mut finisher = Finisher::new(tx, config.clone());
+        let mut finisher = Finisher::new(tx, Arc::clone(&config.sink));
         if let Verdict::Intervene(i) = verdict {
             return ResponseFuture::blocked(block(&config, finisher, &i, &id, accept.as_ref()));
         }

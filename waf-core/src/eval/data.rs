@@ -214,6 +214,47 @@ impl Num {
 /// Callback for visited values: cache key (None when not cacheable), name, value.
 pub(crate) type Visit<'v> = dyn FnMut(Option<ValueKey>, VarName<'_>, &[u8]) + 'v;
 
+/// Visits a collection of named values (`TX`, `ENV`): for a key selector the one value of
+/// that name (`get`, names stored lower-cased), otherwise every matching one (`all`) in
+/// name order, so the order does not depend on the table's history.
+fn visit_named<'a>(
+    variable: Variable,
+    selector: &Selector,
+    excluded: &dyn Fn(&[u8]) -> bool,
+    get: impl Fn(&[u8]) -> Option<&'a [u8]>,
+    all: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    f: &mut Visit<'_>,
+) {
+    let mut visit = |k: &[u8], v: &[u8]| {
+        f(
+            None,
+            VarName {
+                variable,
+                key: Some(k),
+            },
+            v,
+        )
+    };
+    match selector {
+        Selector::Key(k) => {
+            if let Some(v) = get(k) {
+                if !excluded(k) {
+                    visit(k, v);
+                }
+            }
+        }
+        _ => {
+            let mut vars: Vec<(&[u8], &[u8])> = all
+                .filter(|(k, _)| selector.matches(k) && !excluded(k))
+                .collect();
+            vars.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            for (k, v) in vars {
+                visit(k, v);
+            }
+        }
+    }
+}
+
 impl TxData {
     /// Calls `f` for every value of `variable` selected by `selector` and not rejected by
     /// `excluded(key)`.
@@ -288,39 +329,6 @@ impl TxData {
                             key: Some(v),
                         },
                         v,
-                    );
-                }
-            }
-        };
-        let map = |m: &HashMap<Vec<u8>, Vec<u8>, FastState>, f: &mut Visit<'_>| match selector {
-            Selector::Key(k) => {
-                if let Some(v) = m.get(k) {
-                    if !excluded(k) {
-                        f(
-                            None,
-                            VarName {
-                                variable,
-                                key: Some(k),
-                            },
-                            v,
-                        );
-                    }
-                }
-            }
-            _ => {
-                let mut keys: Vec<&Vec<u8>> = m
-                    .keys()
-                    .filter(|k| selector.matches(k) && !excluded(k))
-                    .collect();
-                keys.sort();
-                for k in keys {
-                    f(
-                        None,
-                        VarName {
-                            variable,
-                            key: Some(k),
-                        },
-                        &m[k],
                     );
                 }
             }
@@ -439,43 +447,22 @@ impl TxData {
                     );
                 }
             }
-            V::Tx => match selector {
-                Selector::Key(k) => {
-                    if let Some(v) = self.tx.get(k) {
-                        if !excluded(k) {
-                            f(
-                                None,
-                                VarName {
-                                    variable,
-                                    key: Some(k),
-                                },
-                                v,
-                            );
-                        }
-                    }
-                }
-                _ => {
-                    // Sorted by name, as for the other maps, so the order does not depend
-                    // on which names a recycled table saw first.
-                    let mut vars: Vec<(&[u8], &[u8])> = self
-                        .tx
-                        .iter()
-                        .filter(|(k, _)| selector.matches(k) && !excluded(k))
-                        .collect();
-                    vars.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    for (k, v) in vars {
-                        f(
-                            None,
-                            VarName {
-                                variable,
-                                key: Some(k),
-                            },
-                            v,
-                        );
-                    }
-                }
-            },
-            V::Env => map(&self.env, f),
+            V::Tx => visit_named(
+                variable,
+                selector,
+                excluded,
+                |k| self.tx.get(k),
+                self.tx.iter(),
+                f,
+            ),
+            V::Env => visit_named(
+                variable,
+                selector,
+                excluded,
+                |k| self.env.get(k).map(Vec::as_slice),
+                self.env.iter().map(|(k, v)| (k.as_slice(), v.as_slice())),
+                f,
+            ),
             V::Ip | V::Global | V::Session | V::User | V::Resource => {
                 let col = match variable {
                     V::Ip => CollectionName::Ip,

@@ -18,10 +18,12 @@
 
 mod block_page;
 mod client_addr;
+mod finisher;
 mod request_id;
 
 pub use block_page::{block_response, BlockPage};
 pub use client_addr::{client_addr, InvalidCidr, TrustedProxies, MAX_FORWARDED_HOPS};
+pub use finisher::{Finisher, ReportSink};
 pub use request_id::{request_id, MAX_REQUEST_ID_LEN};
 
 /// The bytes of an HTTP version as the engine expects them in
