@@ -18,10 +18,13 @@ use super::cache::FastState;
 /// Names kept across [`TxVars::clear`]; beyond this the table starts empty again.
 const MAX_RETAINED: usize = 1024;
 
-/// One variable's value, and whether it is set in this transaction (its name is the key
-/// in [`TxVars::index`]).
+/// One variable: its name, value, and whether it is set in this transaction. The name is
+/// also the key of [`TxVars::index`]; keeping it here lets [`TxVars::iter`] walk one vector
+/// instead of the hash table (0.5 % of a CRS GET, callgrind), and names are allocated once
+/// per pooled table, not per transaction.
 #[derive(Debug)]
 struct Entry {
+    name: Vec<u8>,
     value: Vec<u8>,
     live: bool,
 }
@@ -54,6 +57,7 @@ impl TxVars {
             None => {
                 self.index.insert(name.to_vec(), self.entries.len());
                 self.entries.push(Entry {
+                    name: name.to_vec(),
                     value: value.to_vec(),
                     live: true,
                 });
@@ -70,10 +74,10 @@ impl TxVars {
 
     /// The variables set, as (name, value), in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.index.iter().filter_map(|(name, &i)| {
-            let e = &self.entries[i];
-            e.live.then_some((name.as_slice(), e.value.as_slice()))
-        })
+        self.entries
+            .iter()
+            .filter(|e| e.live)
+            .map(|e| (e.name.as_slice(), e.value.as_slice()))
     }
 
     /// Unsets every variable, keeping names and buffers for the next transaction (up to
