@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use crate::compile::{self, Program};
 use crate::error::{Error, ErrorKind, Warning};
+use crate::policy::{self, Policy, PolicyConfig, PolicyCounter, PolicyError};
 use crate::seclang;
 use crate::transaction::{ConnectionInfo, Transaction};
 
@@ -29,6 +30,8 @@ pub enum EngineMode {
 #[derive(Clone, Debug)]
 pub struct Waf {
     pub(crate) program: Arc<Program>,
+    /// The native policy, compiled beside the program; its state store inside.
+    pub(crate) policy: Arc<Policy>,
 }
 
 impl Waf {
@@ -68,12 +71,54 @@ impl Waf {
     pub fn rule_count(&self) -> usize {
         self.program.rule_count()
     }
+
+    /// Re-reads the policy's list files and geo databases that changed since they were
+    /// read, and swaps them in; returns how many were. Call it from a timer task, off the
+    /// request path: requests never wait for it. On an error the old contents stay.
+    pub fn reload_policy_files(&self) -> Result<usize, PolicyError> {
+        self.policy.reload()
+    }
+
+    /// The policy's state store (rate-limit buckets, scores, bans). Pass it to
+    /// [`WafBuilder::policy_store`] when building the next `Waf` to keep the state across
+    /// a reload.
+    pub fn policy_store(&self) -> Arc<dyn policy::Store> {
+        Arc::clone(self.policy.store())
+    }
+
+    /// The bans in force at `now` (for the admin listener).
+    pub fn bans(&self, now: SystemTime) -> Vec<policy::BanEntry> {
+        self.policy.bans(now)
+    }
+
+    /// Lifts the ban on `ip` (and forgets its offences); whether there was one.
+    pub fn unban(&self, ip: std::net::IpAddr) -> bool {
+        self.policy.unban(ip)
+    }
+
+    /// Bans `ip` from `now` for `ttl_secs` (or the escalating TTL of `[bans]` when
+    /// `None`); the end of the ban, or `None` when the policy has no `[bans]`.
+    pub fn ban(
+        &self,
+        ip: std::net::IpAddr,
+        ttl_secs: Option<u64>,
+        now: SystemTime,
+    ) -> Option<SystemTime> {
+        self.policy.ban(ip, ttl_secs, now)
+    }
+
+    /// Hit counters of the policy's rules and rate limits, for metrics.
+    pub fn policy_counters(&self) -> Vec<PolicyCounter> {
+        self.policy.counters()
+    }
 }
 
 /// Collects rule sources, in order, and compiles them with [`WafBuilder::build`].
 #[derive(Debug, Default)]
 pub struct WafBuilder {
     sources: Vec<Source>,
+    policy: Option<PolicyConfig>,
+    store: Option<Arc<dyn policy::Store>>,
 }
 
 #[derive(Debug)]
@@ -106,10 +151,31 @@ impl WafBuilder {
         self
     }
 
+    /// Sets the native policy ([`crate::policy`]): rules with conditions, lists, rate
+    /// limits, bans, IP intelligence. Compiled by [`WafBuilder::build`].
+    pub fn policy(mut self, config: PolicyConfig) -> Self {
+        self.policy = Some(config);
+        self
+    }
+
+    /// Keeps the policy's counters, scores and bans in `store` (by default a new
+    /// [`policy::MemoryStore`]); give the previous `Waf`'s [`Waf::policy_store`] to keep
+    /// them across a reload.
+    pub fn policy_store(mut self, store: Arc<dyn policy::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Compiles the policy alone, for `check` commands that want the [`PolicyError`] with
+    /// its location rather than an [`Error`].
+    pub fn check_policy(config: &PolicyConfig) -> Result<(), PolicyError> {
+        Policy::compile(config, None).map(|_| ())
+    }
+
     /// Reads, parses and compiles everything added, in order.
-    pub fn build(self) -> Result<Waf, Error> {
+    pub fn build(mut self) -> Result<Waf, Error> {
         let mut directives = Vec::new();
-        for source in self.sources {
+        for source in std::mem::take(&mut self.sources) {
             match source {
                 Source::Text { name, text } => directives.extend(seclang::parse_str(&name, &text)?),
                 Source::File(path) => directives.extend(seclang::parse_file(&path)?),
@@ -133,8 +199,13 @@ impl WafBuilder {
             }
         }
         let program = compile::compile(&directives)?;
+        let policy = match &self.policy {
+            Some(config) => Policy::compile(config, self.store)?,
+            None => Policy::empty(),
+        };
         Ok(Waf {
             program: Arc::new(program),
+            policy: Arc::new(policy),
         })
     }
 }
