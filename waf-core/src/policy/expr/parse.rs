@@ -177,61 +177,62 @@ impl Parser<'_, '_> {
                 ))
             }
         };
-        let field =
-            if let Some(f) = FieldRef::plain(&name) {
-                f
-            } else if INDEXED.contains(&name.as_str()) {
-                self.expect_punct("[")?;
-                let arg_at = self.at();
-                let arg = match self.next() {
-                    Some(Token {
-                        tok: Tok::Str(s), ..
-                    }) => s,
-                    _ => {
-                        return Err(ExprError::new(
-                            arg_at,
-                            format!("`{name}[..]` needs a quoted name"),
-                        ))
-                    }
-                };
-                self.expect_punct("]")?;
-                match name.as_str() {
-                    "http.request.uri.args" => FieldRef::Arg(arg.into()),
-                    "http.request.headers" => FieldRef::Header(arg.to_ascii_lowercase().into()),
-                    "http.request.cookies" => FieldRef::Cookie(arg.into()),
-                    _ => {
-                        let wanted = String::from_utf8_lossy(&arg);
-                        match self.scope.rates.iter().position(|r| *r == wanted) {
-                            Some(i) => FieldRef::Rate(i),
-                            None if self.scope.rates.is_empty() => return Err(ExprError::new(
+        let field = if let Some(f) = FieldRef::plain(&name) {
+            f
+        } else if INDEXED.contains(&name.as_str()) {
+            self.expect_punct("[")?;
+            let arg_at = self.at();
+            let arg = match self.next() {
+                Some(Token {
+                    tok: Tok::Str(s), ..
+                }) => s,
+                _ => {
+                    return Err(ExprError::new(
+                        arg_at,
+                        format!("`{name}[..]` needs a quoted name"),
+                    ))
+                }
+            };
+            self.expect_punct("]")?;
+            match name.as_str() {
+                "http.request.uri.args" => FieldRef::Arg(arg.into()),
+                "http.request.headers" => FieldRef::Header(arg.to_ascii_lowercase().into()),
+                "http.request.cookies" => FieldRef::Cookie(arg.into()),
+                _ => {
+                    let wanted = String::from_utf8_lossy(&arg);
+                    match self.scope.rates.iter().position(|r| *r == wanted) {
+                        Some(i) => FieldRef::Rate(i),
+                        None if self.scope.rates.is_empty() => {
+                            return Err(ExprError::new(
                                 arg_at,
                                 format!(
                                     "unknown rate limit {wanted:?}: no rate limit can be read here"
                                 ),
-                            )),
-                            None => {
-                                return Err(ExprError::new(
-                                    arg_at,
-                                    format!(
-                                        "unknown rate limit {wanted:?} (known: {})",
-                                        self.scope.rates.join(", ")
-                                    ),
-                                ))
-                            }
+                            ))
+                        }
+                        None => {
+                            return Err(ExprError::new(
+                                arg_at,
+                                format!(
+                                    "unknown rate limit {wanted:?} (known: {})",
+                                    self.scope.rates.join(", ")
+                                ),
+                            ))
                         }
                     }
                 }
-            } else {
-                let names: Vec<&str> = FIELDS
-                    .iter()
-                    .map(|f| f.0)
-                    .chain(INDEXED.iter().copied())
-                    .collect();
-                return Err(ExprError::new(
-                    at,
-                    format!("unknown field `{name}` (fields: {})", names.join(", ")),
-                ));
-            };
+            }
+        } else {
+            let names: Vec<&str> = FIELDS
+                .iter()
+                .map(|f| f.0)
+                .chain(INDEXED.iter().copied())
+                .collect();
+            return Err(ExprError::new(
+                at,
+                format!("unknown field `{name}` (fields: {})", names.join(", ")),
+            ));
+        };
         let slot = match self.scope.slots.iter().position(|s| *s == field) {
             Some(i) => i,
             None => {
