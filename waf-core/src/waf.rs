@@ -72,6 +72,20 @@ impl Waf {
         self.program.rule_count()
     }
 
+    /// The same rules with another native policy, compiled now (state in `store`, or a new
+    /// [`policy::MemoryStore`]). For hosts that get their SecLang `Waf` from elsewhere (a
+    /// profile) and add the policy afterwards.
+    pub fn with_policy(
+        &self,
+        config: &PolicyConfig,
+        store: Option<Arc<dyn policy::Store>>,
+    ) -> Result<Waf, PolicyError> {
+        Ok(Waf {
+            program: Arc::clone(&self.program),
+            policy: Arc::new(Policy::compile(config, store)?),
+        })
+    }
+
     /// Re-reads the policy's list files and geo databases that changed since they were
     /// read, and swaps them in; returns how many were. Call it from a timer task, off the
     /// request path: requests never wait for it. On an error the old contents stay.

@@ -31,6 +31,7 @@ pub mod demo;
 pub mod headers;
 pub mod log;
 pub mod metrics;
+pub mod policy;
 pub mod profile;
 pub mod proxy;
 pub mod replay;

@@ -191,7 +191,8 @@ pub async fn handle(
     let host = &state.hosts[hi];
 
     // request_filter: WAF phase 1.
-    let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local);
+    let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local)
+        .with_tls(conn.https);
     let now = SystemTime::now();
     let trusted_id = host::request_id(req.headers(), trusted_peer, "x-request-id");
     let mut tx = match trusted_id.as_deref() {
@@ -310,6 +311,9 @@ pub async fn handle(
     );
     if let Ok(v) = HeaderValue::from_str(&fin.rec.request_id) {
         base_headers.insert("x-request-id", v);
+    }
+    if let Some(tx) = &fin.tx {
+        crate::policy::edit_request(&mut base_headers, tx.policy_effects());
     }
     let order: Vec<usize> = upstream.pick_order().collect();
     let mut last_failure = (StatusCode::BAD_GATEWAY, "upstream unavailable");
@@ -590,8 +594,12 @@ impl Finish {
             header::CONTENT_TYPE,
             HeaderValue::from_static(page.content_type),
         );
+        let mut body = page.body;
+        if let Some(tx) = &self.tx {
+            crate::policy::edit_block(tx.policy_effects(), &mut headers, &mut body);
+        }
         let fin = self.take();
-        fin.generated(page.status, headers, page.body)
+        fin.generated(page.status, headers, body)
     }
 
     fn take(&mut self) -> Finish {

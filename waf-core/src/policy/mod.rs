@@ -523,6 +523,51 @@ pub struct PolicyEffects {
     pub page: Option<Arc<[u8]>>,
 }
 
+impl PolicyEffects {
+    /// Applies [`request_headers`](Self::request_headers) to the headers about to be
+    /// forwarded (names and values were checked when the policy was compiled).
+    pub fn edit_request_headers(&self, headers: &mut http::HeaderMap) {
+        for edit in &self.request_headers {
+            match edit {
+                HeaderEdit::Set(k, v) => {
+                    if let (Ok(k), Ok(v)) = (
+                        http::HeaderName::from_bytes(k.as_bytes()),
+                        http::HeaderValue::from_str(v),
+                    ) {
+                        headers.insert(k, v);
+                    }
+                }
+                HeaderEdit::Remove(k) => {
+                    if let Ok(k) = http::HeaderName::from_bytes(k.as_bytes()) {
+                        headers.remove(k);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds [`response_headers`](Self::response_headers) (`Retry-After`) to a block answer;
+    /// returns the rule's page when it has one, which replaces the default block page
+    /// (send it as `text/html; charset=utf-8`).
+    pub fn edit_block_headers(&self, headers: &mut http::HeaderMap) -> Option<&[u8]> {
+        for (k, v) in &self.response_headers {
+            if let (Ok(k), Ok(v)) = (
+                http::HeaderName::from_bytes(k.as_bytes()),
+                http::HeaderValue::from_str(v),
+            ) {
+                headers.insert(k, v);
+            }
+        }
+        if self.page.is_some() {
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+        }
+        self.page.as_deref()
+    }
+}
+
 /// A policy rule or limit that matched in a transaction, in [`crate::Report::policy`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
