@@ -49,6 +49,15 @@ pub(super) fn lex(text: &str) -> Result<Vec<Token>, ExprError> {
             continue;
         }
         let at = i;
+        if c == b'r' && matches!(b.get(i + 1), Some(b'"' | b'#')) {
+            let (s, end) = raw_string(b, i)?;
+            out.push(Token {
+                tok: Tok::Str(s),
+                at,
+            });
+            i = end;
+            continue;
+        }
         if c == b'"' {
             let (s, end) = string(b, i)?;
             out.push(Token {
@@ -101,6 +110,36 @@ pub(super) fn lex(text: &str) -> Result<Vec<Token>, ExprError> {
         }
     }
     Ok(out)
+}
+
+/// A raw string `r"..."` or `r#"..."#` (any number of `#`) starting at `start`: no
+/// escapes, so regexes keep their backslashes.
+fn raw_string(b: &[u8], start: usize) -> Result<(Vec<u8>, usize), ExprError> {
+    let mut i = start + 1;
+    let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+    i += hashes;
+    if b.get(i) != Some(&b'"') {
+        return Err(ExprError::new(
+            start,
+            "a raw string is written r\"...\" or r#\"...\"#",
+        ));
+    }
+    let body = i + 1;
+    let mut j = body;
+    while j < b.len() {
+        if b[j] == b'"'
+            && b[j + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == b'#')
+                .count()
+                == hashes
+        {
+            return Ok((b[body..j].to_vec(), j + 1 + hashes));
+        }
+        j += 1;
+    }
+    Err(ExprError::new(start, "string is not closed"))
 }
 
 /// A `"..."` string starting at `start`: its bytes and the offset after the closing quote.
@@ -182,6 +221,14 @@ mod tests {
                 Tok::Punct("}"),
             ]
         );
+    }
+
+    #[test]
+    fn raw_strings_keep_backslashes() {
+        assert_eq!(toks(r#"r"\.php$""#), vec![Tok::Str(br"\.php$".to_vec())]);
+        assert_eq!(toks(r###"r#"a"b"#"###), vec![Tok::Str(br#"a"b"#.to_vec())]);
+        assert_eq!(toks(r#"rate"#), vec![Tok::Word("rate".into())]);
+        assert!(lex(r#"r#"open"#).is_err());
     }
 
     #[test]

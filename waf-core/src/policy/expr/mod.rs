@@ -5,6 +5,7 @@
 //! http.request.uri.path starts_with "/admin" and not ip.src in $office
 //! http.request.method in {"PUT" "DELETE"} or ip.src.country in {"XX" "YY"}
 //! http.user_agent matches "(?i)sqlmap|nikto" || http.request.headers["x-api-key"] == ""
+//! http.request.uri.path matches r"\.(bak|old)$"      # raw string: no escapes
 //! rate["login"] > 5 and ip.src.asnum in {64500 64501}
 //! ```
 //!
@@ -14,7 +15,8 @@
 //! [`Context`](fields::Context). Every error carries the line and column inside the
 //! expression. Types: strings (bytes), integers, IP addresses; an operator that does not fit
 //! its field's type, or a literal of the wrong type, is a load error, not a false at run
-//! time. A header, argument or cookie that is absent reads as `""`; a number that is
+//! time. Strings are `"..."` with the escapes `\"`, `\\`, `\n`, `\r`, `\t`, `\xHH`, or raw
+//! `r"..."` / `r#"..."#` (for regexes). A header, argument or cookie that is absent reads as `""`; a number that is
 //! unknown (no ASN) reads as `0`. `==` and the string operators are case-sensitive except
 //! `wildcard`, which is case-insensitive like Cloudflare's; `http.host` is lower-cased and
 //! has no port; `http.request.uri.path` is `%`-decoded.
