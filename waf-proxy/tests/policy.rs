@@ -429,3 +429,77 @@ async fn list_files_reload_under_load_with_no_failed_request() {
     );
     assert_eq!(failed.load(Ordering::Relaxed), 0);
 }
+
+/// Writes a country `.mmdb` with Debian's libmaxmind-db-writer-perl.
+fn write_country_mmdb(path: &std::path::Path) {
+    let script = r#"use strict; use MaxMind::DB::Writer::Tree;
+my %types = (country => 'map', iso_code => 'utf8_string');
+my $t = MaxMind::DB::Writer::Tree->new(ip_version => 6, record_size => 24, remove_reserved_networks => 0,
+  database_type => 'Test-Country', languages => ['en'], description => { en => 'test' },
+  map_key_type_callback => sub { $types{ $_[0] } });
+$t->insert_network('127.0.0.0/8', { country => { iso_code => 'KP' } });
+open my $fh, '>:raw', $ARGV[0] or die; $t->write_tree($fh); close $fh or die;
+"#;
+    let out = Command::new("perl")
+        .arg("-e")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("perl is missing: install libmaxmind-db-writer-perl");
+    assert!(
+        out.status.success(),
+        "writing the .mmdb failed (is libmaxmind-db-writer-perl installed?): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn readme_example_config_checks_and_runs() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme
+        .find("<!-- policy-example -->\n```toml\n")
+        .expect("the README example")
+        + 31;
+    let end = start + readme[start..].find("```").unwrap();
+    let example = &readme[start..end];
+    let dir = temp_dir("policy-readme");
+    write_country_mmdb(&dir.join("GeoLite2-Country.mmdb"));
+    std::fs::write(dir.join("office-extra.txt"), "# nothing yet\n").unwrap();
+    let path = dir.join("proxy.toml");
+    std::fs::write(&path, example).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_waf-proxy"))
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // And it does what it says, in front of a real upstream (loopback is "KP" in our db).
+    let up = upstream();
+    let cfg = example
+        .replace("127.0.0.1:8080", "127.0.0.1:0")
+        .replace("127.0.0.1:9901", "127.0.0.1:0")
+        .replace("127.0.0.1:3000", &up.addr.to_string())
+        .replace("names = [\"shop.example\"]", "names = [\"*\"]");
+    let proxy = Proxy::start(&dir, &cfg);
+    let c = client();
+    assert_eq!(get(&c, &proxy.url("/")).await.status, 200);
+    assert_eq!(get(&c, &proxy.url("/admin")).await.status, 403);
+    let embargo = get(&c, &proxy.url("/checkout")).await;
+    assert_eq!(embargo.status, 451);
+    assert!(embargo.body.contains("Not available in your country"));
+    let post = |user: &str| {
+        Request::post(proxy.url(&format!("/login?user={user}")))
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    // The upstream answers 200: successful logins never fill the bucket.
+    for _ in 0..10 {
+        assert_eq!(send(&c, post("ann")).await.status, 200);
+    }
+}
