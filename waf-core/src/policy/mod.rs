@@ -142,6 +142,26 @@ pub struct PolicyConfig {
     pub reputation: Vec<ReputationConfig>,
 }
 
+impl PolicyConfig {
+    /// Makes every relative file path in the policy (list and reputation files, geo
+    /// databases, rule pages) relative to `base`, the directory of the file the policy was
+    /// read from.
+    pub fn resolve_paths(&mut self, base: &std::path::Path) {
+        let join = |p: &mut Option<std::path::PathBuf>| {
+            if let Some(f) = p.take() {
+                *p = Some(base.join(f));
+            }
+        };
+        self.lists.iter_mut().for_each(|l| join(&mut l.file));
+        self.reputation.iter_mut().for_each(|r| join(&mut r.file));
+        self.rules.iter_mut().for_each(|r| join(&mut r.page_file));
+        if let Some(g) = &mut self.geo {
+            join(&mut g.country_db);
+            join(&mut g.asn_db);
+        }
+    }
+}
+
 /// IP intelligence the fields read.
 #[derive(Debug, Default)]
 pub(crate) struct Intel {
