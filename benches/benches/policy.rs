@@ -8,12 +8,16 @@
 //!
 //! `cargo bench -p waf-bench --bench policy`. The country database is written at start
 //! with Debian's libmaxmind-db-writer-perl (`perl`), as the tests do.
+//!
+//! Instruction counts (steady state, `N` transactions each, after a warm-up):
+//! `POLICY_CALLGRIND=N valgrind --tool=callgrind --toggle-collect='*measured*' BENCH_BINARY`
+//! once with `POLICY_CALLGRIND_WAF=protected` and once with `=none`; divide `I refs` by `N`.
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use waf_core::policy::{IpList, PolicyConfig};
 use waf_core::{ConnectionInfo, RequestHead, ResponseHead, Waf};
 
@@ -158,11 +162,13 @@ fn run(waf: &Waf, conn: &ConnectionInfo, now: SystemTime) -> bool {
     blocked
 }
 
-fn protected(c: &mut Criterion) {
+/// The two `Waf`s compared, the connection, the start time.
+fn setup() -> (Waf, Waf, ConnectionInfo, SystemTime) {
     let dir = std::env::temp_dir().join(format!("waf-bench-policy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let policy = protected_policy(&dir);
     let with = Waf::builder().policy(policy).build().expect("policy loads");
+    std::fs::remove_dir_all(dir).ok();
     let without = Waf::builder().build().expect("empty waf");
     // A client from a country database entry (DE), not in any list.
     let conn = ConnectionInfo::new(
@@ -170,7 +176,24 @@ fn protected(c: &mut Criterion) {
         "127.0.0.1:443".parse().unwrap(),
     )
     .with_tls(true);
-    let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    (
+        with,
+        without,
+        conn,
+        UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+    )
+}
+
+/// `n` transactions 20 µs apart; the only code callgrind counts (`--toggle-collect`).
+#[inline(never)]
+fn measured_transactions(waf: &Waf, conn: &ConnectionInfo, start: SystemTime, from: u64, n: u64) {
+    for i in from..from + n {
+        assert!(!run(waf, conn, start + Duration::from_micros(20 * i)));
+    }
+}
+
+fn protected(c: &mut Criterion) {
+    let (with, without, conn, start) = setup();
     assert!(
         !run(&with, &conn, start),
         "the protected policy must pass the benign request"
@@ -189,7 +212,6 @@ fn protected(c: &mut Criterion) {
         });
     }
     group.finish();
-    std::fs::remove_dir_all(dir).ok();
 }
 
 fn list_load(c: &mut Criterion) {
@@ -218,4 +240,22 @@ criterion_group! {
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     targets = protected, list_load
 }
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(n) = std::env::var("POLICY_CALLGRIND") {
+        let n: u64 = n.parse().expect("POLICY_CALLGRIND=N transactions");
+        let (with, without, conn, start) = setup();
+        let waf = match std::env::var("POLICY_CALLGRIND_WAF").as_deref() {
+            Ok("none") => without,
+            _ => with,
+        };
+        // Warm-up (first-use allocations, lazy regex caches), then the measured run.
+        for i in 0..100 {
+            assert!(!run(&waf, &conn, start + Duration::from_micros(20 * i)));
+        }
+        measured_transactions(&waf, &conn, start, 100, n);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
