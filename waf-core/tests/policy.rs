@@ -994,3 +994,60 @@ fn options_without_effect_and_bad_values_fail_to_load() {
     );
     assert_eq!(e.location().map(|l| l.line), Some(2), "{e}");
 }
+
+/// A deterministic stand-in for the `policy_expr` fuzz target in `cargo test`: byte-level
+/// mutations of valid expressions either fail to load with a location or load and run.
+#[test]
+fn mutated_expressions_never_panic() {
+    let seeds = [
+        r#"http.request.uri.path starts_with "/admin" and not ip.src in $office"#,
+        r#"(http.request.method in {"PUT" "DELETE"} or rate["api"] > 5) && ip.src.asnum == 0"#,
+        r#"http.user_agent matches r"(?i)sqlmap\b" || http.request.headers["x-a"] wildcard "*b*""#,
+        r#"ip.src in {10.0.0.0/8 2001:db8::/32} and http.request.uri.args["q"] contains "\x00""#,
+    ];
+    let alphabet = b" ()[]{}\"'$!=<>&|#\\rx.:/-_0123456789aeinot";
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let base = rule("PLACEHOLDER");
+    let mut loaded = 0;
+    for round in 0..3000 {
+        let mut e = seeds[round % seeds.len()].as_bytes().to_vec();
+        for _ in 0..(next() % 4 + 1) {
+            let at = (next() as usize) % (e.len() + 1);
+            match next() % 3 {
+                0 if at < e.len() => {
+                    e.remove(at);
+                }
+                1 => e.insert(at, alphabet[(next() as usize) % alphabet.len()]),
+                _ if at < e.len() => e[at] = alphabet[(next() as usize) % alphabet.len()],
+                _ => {}
+            }
+        }
+        let Ok(text) = String::from_utf8(e) else {
+            continue;
+        };
+        if text.contains("'''") {
+            continue;
+        }
+        let toml_text = base.replace("PLACEHOLDER", &text);
+        let Ok(cfg) = toml::from_str::<PolicyConfig>(&toml_text) else {
+            continue;
+        };
+        match Waf::builder().policy(cfg).build() {
+            Ok(w) => {
+                loaded += 1;
+                run(&w, Req::get("/admin?q=%00").header("X-A", "abc"));
+            }
+            Err(e) => assert!(e.location().is_some() || !e.message().is_empty(), "{e}"),
+        }
+    }
+    assert!(
+        loaded > 100,
+        "only {loaded} mutations loaded: the test would not exercise evaluation"
+    );
+}
