@@ -4,7 +4,9 @@
 use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
-use waf_core::policy::{ListConfig, ListKind, PolicyConfig, RateLimitConfig, RuleAction, RuleConfig};
+use waf_core::policy::{
+    ListConfig, ListKind, PolicyConfig, RateLimitConfig, RuleAction, RuleConfig,
+};
 use waf_core::{ConnectionInfo, RequestHead, Waf};
 
 fuzz_target!(|data: &[u8]| {
@@ -38,10 +40,25 @@ fuzz_target!(|data: &[u8]| {
     let Ok(waf) = Waf::builder().policy(config).build() else {
         return;
     };
-    let conn = ConnectionInfo::new("192.0.2.7:1234".parse().unwrap(), "127.0.0.1:80".parse().unwrap());
-    let mut tx = waf.transaction(&conn, SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000));
-    let headers: &[(&[u8], &[u8])] = &[(b"Host", b"a.example"), (b"User-Agent", b"sqlmap"), (b"Cookie", b"s=1")];
-    let _ = tx.request_headers(&RequestHead::new(b"GET", b"/p%41th?q=1&x=%zz", b"HTTP/1.1", headers));
+    let conn = ConnectionInfo::new(
+        "192.0.2.7:1234".parse().unwrap(),
+        "127.0.0.1:80".parse().unwrap(),
+    );
+    let mut tx = waf.transaction(
+        &conn,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+    );
+    let headers: &[(&[u8], &[u8])] = &[
+        (b"Host", b"a.example"),
+        (b"User-Agent", b"sqlmap"),
+        (b"Cookie", b"s=1"),
+    ];
+    let _ = tx.request_headers(&RequestHead::new(
+        b"GET",
+        b"/p%41th?q=1&x=%zz",
+        b"HTTP/1.1",
+        headers,
+    ));
     let _ = tx.request_end();
     let _ = tx.finish();
 });
