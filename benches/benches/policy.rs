@@ -241,7 +241,44 @@ criterion_group! {
     targets = protected, list_load
 }
 
+/// `VmRSS` and `VmHWM` (peak) of this process, in KiB.
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
 fn main() {
+    if std::env::var_os("POLICY_LIST_MEMORY").is_some() {
+        // Memory of a 100,000-CIDR list: the text is made first, so the growth is the
+        // parse (peak) and the list that stays (after the text is dropped).
+        let text = cidrs(100_000).join("\n");
+        // Reset the peak to the current RSS (Linux: `5` > /proc/self/clear_refs).
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        let (rss0, hwm0) = rss_kib();
+        let t = std::time::Instant::now();
+        let list = IpList::parse("bench", &text).unwrap();
+        let took = t.elapsed();
+        let (_, hwm1) = rss_kib();
+        drop(text);
+        let (rss1, _) = rss_kib();
+        println!(
+            "100,000 CIDRs: {} ranges, {} KiB of ranges; load {:.1} ms; RSS {} KiB -> {} KiB after dropping the text, peak +{} KiB during the parse",
+            list.ranges(),
+            list.heap_bytes() / 1024,
+            took.as_secs_f64() * 1000.0,
+            rss0,
+            rss1,
+            hwm1.saturating_sub(hwm0.max(rss0))
+        );
+        return;
+    }
     if let Ok(n) = std::env::var("POLICY_CALLGRIND") {
         let n: u64 = n.parse().expect("POLICY_CALLGRIND=N transactions");
         let (with, without, conn, start) = setup();
