@@ -222,8 +222,9 @@ impl RateLimit {
                     let v = super::expr::fields::query_arg(req.query(), name).unwrap_or_default();
                     out.extend_from_slice(&v);
                 }
-                KeyPart::Path => out
-                    .extend_from_slice(&super::expr::fields::percent_decode(req.raw_path(), false)),
+                KeyPart::Path => {
+                    out.extend_from_slice(&super::expr::fields::normalized_path(req.raw_path()))
+                }
                 KeyPart::Host => out.extend_from_slice(&req.host()),
                 KeyPart::Method => out.extend_from_slice(req.head.method),
                 KeyPart::UserAgent => {

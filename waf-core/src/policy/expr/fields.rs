@@ -161,7 +161,7 @@ impl<'a> Context<'a> {
             FieldRef::Host => Value::Bytes(req.host()),
             FieldRef::Scheme => bytes(if req.tls { b"https" } else { b"http" }),
             FieldRef::Uri => bytes(req.head.uri),
-            FieldRef::Path => Value::Bytes(percent_decode(req.raw_path(), false)),
+            FieldRef::Path => Value::Bytes(normalized_path(req.raw_path())),
             FieldRef::Query => bytes(req.query()),
             FieldRef::Arg(name) => Value::Bytes(query_arg(req.query(), name).unwrap_or_default()),
             FieldRef::Header(name) => bytes(req.header(name).unwrap_or_default()),
@@ -183,6 +183,36 @@ impl<'a> Context<'a> {
             FieldRef::Rate(i) => Value::Int(self.policy.rate_level(*i, req)),
         }
     }
+}
+
+/// The path as rules compare it: `%`-decoded, then `//` collapsed and `.` and `..` segments
+/// removed (RFC 3986 §5.2.4), so `/%61dmin`, `//admin` and `/x/../admin` are all `/admin`.
+/// Borrowed when nothing changes. A `..` above the root stays at the root.
+pub(crate) fn normalized_path(raw: &[u8]) -> Cow<'_, [u8]> {
+    let decoded = percent_decode(raw, false);
+    let needs = decoded.windows(2).any(|w| w == b"//" || w == b"/.") || decoded.starts_with(b".");
+    if !needs {
+        return decoded;
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(decoded.len());
+    let trailing = decoded.ends_with(b"/") || decoded.ends_with(b"/.") || decoded.ends_with(b"/..");
+    for seg in decoded.split(|&b| b == b'/') {
+        match seg {
+            b"" | b"." => {}
+            b".." => {
+                let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                out.truncate(cut);
+            }
+            s => {
+                out.push(b'/');
+                out.extend_from_slice(s);
+            }
+        }
+    }
+    if out.is_empty() || trailing {
+        out.push(b'/');
+    }
+    Cow::Owned(out)
 }
 
 /// `%XX` decoding (and `+` as space when `plus`); borrowed when nothing changes. Invalid
@@ -242,6 +272,29 @@ mod tests {
         assert_eq!(percent_decode(b"a+b%20c", true).as_ref(), b"a b c");
         assert_eq!(percent_decode(b"%zz%4", false).as_ref(), b"%zz%4");
         assert_eq!(percent_decode(b"%41", false).as_ref(), b"A");
+    }
+
+    #[test]
+    fn paths_are_normalised() {
+        for (raw, want) in [
+            (&b"/a/b"[..], &b"/a/b"[..]),
+            (b"//admin", b"/admin"),
+            (b"/x/../admin", b"/admin"),
+            (b"/./admin/./", b"/admin/"),
+            (b"/%2e%2e/%2e/admin", b"/admin"),
+            (b"/../../etc/passwd", b"/etc/passwd"),
+            (b"/a/b/..", b"/a/"),
+            (b"/", b"/"),
+            (b"/a/.hidden", b"/a/.hidden"),
+        ] {
+            assert_eq!(
+                normalized_path(raw).as_ref(),
+                want,
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+        assert!(matches!(normalized_path(b"/products/42"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //! `r"..."` / `r#"..."#` (for regexes). A header, argument or cookie that is absent reads as `""`; a number that is
 //! unknown (no ASN) reads as `0`. `==` and the string operators are case-sensitive except
 //! `wildcard`, which is case-insensitive like Cloudflare's; `http.host` is lower-cased and
-//! has no port; `http.request.uri.path` is `%`-decoded.
+//! has no port; `http.request.uri.path` is `%`-decoded with `//`, `.` and `..` resolved
+//! (`//admin` and `/x/../admin` are `/admin`); `http.request.uri` is the target as sent.
 //!
 //! Limits: an expression is at most [`DEFAULT_EXPRESSION_LEN`](crate::limits::DEFAULT_EXPRESSION_LEN)
 //! bytes and nests at most [`DEFAULT_EXPRESSION_DEPTH`](crate::limits::DEFAULT_EXPRESSION_DEPTH)
