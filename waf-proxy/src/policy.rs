@@ -217,6 +217,15 @@ pub fn admin(
     (StatusCode::NOT_FOUND, "text/plain", "not found\n".into())
 }
 
+/// The policy hits of a transaction for the audit record (shadow hits included: that is how
+/// a rule on trial shows what it would have blocked).
+pub fn audit_hits(r: &waf_core::Report) -> serde_json::Value {
+    r.policy
+        .iter()
+        .map(|h| serde_json::json!({"kind": h.kind, "name": h.name, "action": h.action, "shadow": h.shadow}))
+        .collect()
+}
+
 /// Prometheus lines for the rules' and limits' hit counters.
 pub fn metrics(state: &State, out: &mut String) {
     out.push_str("# HELP waf_proxy_policy_hits_total Policy rules matched and rate limits exceeded (shadow: would have acted).\n# TYPE waf_proxy_policy_hits_total counter\n");

@@ -674,7 +674,9 @@ impl Finish {
             }
         }
         if let Some(r) = &report {
-            if self.shared.audit_log.enabled() && !r.matched_rules.is_empty() {
+            if self.shared.audit_log.enabled()
+                && (!r.matched_rules.is_empty() || !r.policy.is_empty())
+            {
                 if let Ok(line) = serde_json::to_vec(&audit_record(rec, r)) {
                     self.shared.audit_log.send(line);
                 }
@@ -716,6 +718,7 @@ fn audit_record<'a>(rec: &'a Record, r: &'a Report) -> serde_json::Value {
         "outbound_anomaly_score": r.outbound_anomaly_score,
         "intervention": r.intervention.as_ref().map(|i| serde_json::json!({"status": i.status, "rule_id": i.rule_id, "message": i.message})),
         "would_intervene": r.would_intervene.as_ref().map(|i| serde_json::json!({"status": i.status, "rule_id": i.rule_id, "message": i.message})),
+        "policy": crate::policy::audit_hits(r),
         "rules": rules,
     })
 }

@@ -503,3 +503,33 @@ async fn readme_example_config_checks_and_runs() {
         assert_eq!(send(&c, post("ann")).await.status, 200);
     }
 }
+
+#[tokio::test]
+async fn shadow_hits_reach_the_audit_log() {
+    let up = upstream();
+    let dir = temp_dir("policy-audit");
+    let rules = dir.join("rules.conf");
+    std::fs::write(&rules, "SecRuleEngine On\n").unwrap();
+    let cfg = proxy_config(up.addr, &rules, "").replace(
+        "access = \"off\"",
+        "access = \"off\"\naudit = \"audit.log\"",
+    );
+    let proxy = Proxy::start(&dir, &cfg);
+    let c = client();
+    assert_eq!(get(&c, &proxy.url("/trial")).await.status, 200);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        let text = std::fs::read_to_string(dir.join("audit.log")).unwrap_or_default();
+        if let Some(l) = text.lines().next() {
+            break l.to_string();
+        }
+        assert!(Instant::now() < deadline, "no audit line");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v["policy"],
+        serde_json::json!([{"kind": "rule", "name": "trial", "action": "block", "shadow": true}]),
+        "{line}"
+    );
+}
