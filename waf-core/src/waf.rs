@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use crate::compile::{self, Program};
 use crate::error::{Error, ErrorKind, Warning};
+use crate::eval::Runtime;
 use crate::seclang;
 use crate::transaction::{ConnectionInfo, Transaction};
 
@@ -28,7 +29,10 @@ pub enum EngineMode {
 /// rules, build a new `Waf` and swap it in; transactions in flight keep the old one.
 #[derive(Clone, Debug)]
 pub struct Waf {
+    /// What the rules say: immutable once built.
     pub(crate) program: Arc<Program>,
+    /// What its transactions share at run time (collections, recycled tables).
+    pub(crate) runtime: Arc<Runtime>,
 }
 
 impl Waf {
@@ -135,6 +139,7 @@ impl WafBuilder {
         let program = compile::compile(&directives)?;
         Ok(Waf {
             program: Arc::new(program),
+            runtime: Arc::new(Runtime::default()),
         })
     }
 }

@@ -24,7 +24,8 @@ use crate::variables::{Selector, Variable};
 pub(crate) use config::{Config, LimitAction};
 pub(crate) use rule::{Metadata, Rule, RuleOperator, Target};
 
-/// The compiled, immutable rule set.
+/// The compiled, immutable rule set. It holds no run-time state: what transactions share
+/// at run time lives beside it in the `Waf` (`eval::Runtime`).
 #[derive(Debug, Default)]
 pub(crate) struct Program {
     pub(crate) config: Config,
@@ -35,13 +36,6 @@ pub(crate) struct Program {
     /// One prefilter per transformation chain (see [`prefilter`]).
     pub(crate) prefilters: Vec<prefilter::Prefilter>,
     pub(crate) warnings: Vec<Warning>,
-    /// Persistent collections (`IP`, `GLOBAL`, ...), shared by the transactions of this
-    /// `Waf`.
-    pub(crate) store: crate::eval::store::Store,
-    /// Transactions started, for `UNIQUE_ID`.
-    pub(crate) serial: std::sync::atomic::AtomicU64,
-    /// Tables of finished transactions, reused by the next ones.
-    pub(crate) pool: crate::eval::Pool,
 }
 
 /// One step of a phase.
@@ -56,12 +50,6 @@ pub(crate) enum Step {
 impl Program {
     pub(crate) fn rule_count(&self) -> usize {
         self.rules.len()
-    }
-
-    /// A number unique among this program's transactions.
-    pub(crate) fn next_serial(&self) -> u64 {
-        self.serial
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -233,9 +221,6 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         rules,
         phases,
         warnings,
-        store: Default::default(),
-        serial: Default::default(),
-        pool: Default::default(),
     })
 }
 
@@ -262,7 +247,7 @@ fn warn_unmatched_ctl_exclusions(rules: &[Rule], warnings: &mut Vec<Warning>) {
             Ctl::RuleRemove(s) | Ctl::RuleRemoveTarget(s, _) => s,
             _ => continue,
         };
-        if !rules.iter().any(|r| crate::eval::selects(selector, r)) {
+        if !rules.iter().any(|r| r.selected_by(selector)) {
             warnings.push(Warning {
                 location: Some(Location::from_span(span)),
                 message: format!("ctl exclusion by {selector} matches no rule"),

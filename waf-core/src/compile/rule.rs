@@ -1,5 +1,6 @@
 //! Compiled rules and their targets.
 
+use crate::actions::ctl::RuleSelector;
 use crate::actions::{Disruptive, Effect};
 use crate::macros::MacroString;
 use crate::operators::Operator;
@@ -87,5 +88,22 @@ impl Rule {
     /// Whether any rule in the chain has this tag (tags live on the chain starter).
     pub(crate) fn has_tag(&self, tag: &str) -> bool {
         self.meta.tags.iter().any(|t| t == tag)
+    }
+
+    /// Whether a `ctl` or `SecRuleRemove*` selector picks this rule (tags and msg are the
+    /// starter's).
+    pub(crate) fn selected_by(&self, selector: &RuleSelector) -> bool {
+        match selector {
+            RuleSelector::Ids(ranges) => {
+                ranges.iter().any(|r| (r.start..=r.end).contains(&self.id))
+            }
+            RuleSelector::Tag(tag) => self.has_tag(tag),
+            RuleSelector::Msg(msg) => self
+                .meta
+                .msg
+                .as_ref()
+                .and_then(|m| m.as_literal())
+                .is_some_and(|m| m == msg.as_bytes()),
+        }
     }
 }

@@ -13,7 +13,7 @@ impl TxState {
             Effect::Ctl(c) => self.apply_ctl(c),
             Effect::InitCol(col, key) => {
                 let key = key.expand(&self.data).into_owned();
-                let rec = self.program.store.load(*col, &key, self.data.epoch_secs);
+                let rec = self.runtime.store.load(*col, &key, self.data.epoch_secs);
                 self.data.collections.insert(*col, (key, rec));
             }
             Effect::SetEnv(name, value) => {

@@ -13,7 +13,6 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::actions::ctl::RuleSelector;
 use crate::actions::{AllowScope, Disruptive};
 use crate::compile::{Rule, Step};
 use crate::eval::data::{Num, VarName};
@@ -150,7 +149,7 @@ impl TxState {
     }
 
     fn is_removed(&self, rule: &Rule) -> bool {
-        self.removed_rules.iter().any(|s| selects(s, rule))
+        self.removed_rules.iter().any(|s| rule.selected_by(s))
     }
 
     /// Evaluates `rule` (the starter or a chained rule of `head`); true when it and its
@@ -183,7 +182,7 @@ impl TxState {
                             || removed_targets.iter().any(|(s, t)| {
                                 t.variable == variable
                                     && t.selector.matches(key)
-                                    && selects(s, head)
+                                    && head.selected_by(s)
                             })
                     };
                     // Runs the operator on one value (unless its result is `known`) and
@@ -424,19 +423,5 @@ impl TxState {
                 Flow::Next
             }
         }
-    }
-}
-
-/// Whether a `ctl` rule selector picks `rule` (tags and msg are the starter's).
-pub(crate) fn selects(selector: &RuleSelector, rule: &Rule) -> bool {
-    match selector {
-        RuleSelector::Ids(ranges) => ranges.iter().any(|r| (r.start..=r.end).contains(&rule.id)),
-        RuleSelector::Tag(tag) => rule.has_tag(tag),
-        RuleSelector::Msg(msg) => rule
-            .meta
-            .msg
-            .as_ref()
-            .and_then(|m| m.as_literal())
-            .is_some_and(|m| m == msg.as_bytes()),
     }
 }
