@@ -78,6 +78,7 @@ impl Waf {
 #[derive(Debug, Default)]
 pub struct WafBuilder {
     sources: Vec<Source>,
+    reference: bool,
 }
 
 #[derive(Debug)]
@@ -110,6 +111,16 @@ impl WafBuilder {
         self
     }
 
+    /// Test oracle only: evaluates every rule the straightforward way (every value of every
+    /// target through its transformations and operator; no prefilter, no cached
+    /// transformations, no skipped rules). It gives the same results as the default, more
+    /// slowly; the differential tests compare the two.
+    #[doc(hidden)]
+    pub fn internal_reference_evaluation(mut self) -> Self {
+        self.reference = true;
+        self
+    }
+
     /// Reads, parses and compiles everything added, in order.
     pub fn build(self) -> Result<Waf, Error> {
         let mut directives = Vec::new();
@@ -136,7 +147,8 @@ impl WafBuilder {
                 }
             }
         }
-        let program = compile::compile(&directives)?;
+        let mut program = compile::compile(&directives)?;
+        program.reference = self.reference;
         Ok(Waf {
             program: Arc::new(program),
             runtime: Arc::new(Runtime::default()),

@@ -36,6 +36,10 @@ pub(crate) struct Program {
     /// One prefilter per transformation chain (see [`prefilter`]).
     pub(crate) prefilters: Vec<prefilter::Prefilter>,
     pub(crate) warnings: Vec<Warning>,
+    /// Evaluate every rule the straightforward way: every value of every target through
+    /// the transformations and the operator, with no prefilter, cache or skip. Slower;
+    /// the differential test's oracle for the plan (`tests/plan`).
+    pub(crate) reference: bool,
 }
 
 /// One step of a phase.
@@ -221,6 +225,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         rules,
         phases,
         warnings,
+        reference: false,
     })
 }
 

@@ -166,7 +166,8 @@ impl TxState {
             Some(op) => {
                 let data = &self.data;
                 let cache = &mut self.cache;
-                let prefilter = rule.prefilter.and_then(|r| {
+                let reference = self.program.reference;
+                let prefilter = rule.prefilter.filter(|_| !reference).and_then(|r| {
                     self.program
                         .prefilters
                         .get(r.group as usize)
@@ -287,7 +288,7 @@ impl TxState {
                                         }
                                     }
                                 }
-                            } else if let Some(key) = key {
+                            } else if let Some(key) = key.filter(|_| !reference) {
                                 let slot = cache.transform_slot(
                                     key,
                                     raw,
