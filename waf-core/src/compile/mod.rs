@@ -8,6 +8,7 @@
 //! an exclusion that names nothing is a warning.
 
 mod config;
+pub(crate) mod plan;
 pub(crate) mod prefilter;
 mod rule;
 
@@ -35,6 +36,8 @@ pub(crate) struct Program {
     pub(crate) phases: [Vec<Step>; 5],
     /// One prefilter per transformation chain (see [`prefilter`]).
     pub(crate) prefilters: Vec<prefilter::Prefilter>,
+    /// Value summaries the rules' plans refer to (see [`plan`]).
+    pub(crate) summaries: plan::Summaries,
     pub(crate) warnings: Vec<Warning>,
     /// Evaluate every rule the straightforward way: every value of every target through
     /// the transformations and the operator, with no prefilter, cache or skip. Slower;
@@ -219,8 +222,10 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
 
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
     let prefilters = prefilter::build(&mut rules);
+    let summaries = plan::build(&mut rules);
     Ok(Program {
         prefilters,
+        summaries,
         config,
         rules,
         phases,
@@ -536,6 +541,7 @@ fn build_rule(
         effects: Vec::new(),
         chain: None,
         prefilter: None,
+        plan: Default::default(),
     };
 
     // Default actions of the phase: transformations, logging, disruptive action, status.

@@ -53,6 +53,8 @@ pub(crate) struct Rule {
     pub(crate) chain: Option<Box<Rule>>,
     /// The rule's place in the prefilter of its transformation chain, if it has one.
     pub(crate) prefilter: Option<super::prefilter::PrefilterRef>,
+    /// What the plan decides before visiting values (see [`super::plan`]).
+    pub(crate) plan: super::plan::RulePlan,
 }
 
 /// Report metadata of a rule.

@@ -3,14 +3,17 @@
 //! CRS runs about 40 distinct transformation chains over the same few dozen values, and
 //! many chains share a prefix (`urlDecodeUni` then more). The cache is keyed by
 //! (value identity, chain-prefix id); a step that leaves its input unchanged is stored as
-//! "unchanged" rather than as a copy, so a benign value costs no allocation at all. The
-//! cache is cleared at the start of every phase, because a phase may add values (the body
-//! adds `ARGS_POST`) and indices are only stable within one.
+//! "unchanged" rather than as a copy, so a benign value costs no allocation at all.
+//! Transformed values and prefilter results are kept for the whole transaction (a header
+//! transformed in phase 1 is not transformed again in phase 2; see [`ValueKey`] for why
+//! keys stay valid); what depends on a collection's full contents (candidate lists,
+//! summaries) is dropped at the start of every phase, because a phase may add values.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::compile::plan::Summary;
 use crate::compile::prefilter::Prefilter;
 use crate::eval::data::{TxData, ValueKey};
 use crate::transformations::Transformation;
@@ -70,6 +73,9 @@ pub(crate) struct TransformCache {
     /// (collection, prefilter group) → for each rule bit, the positions of the values
     /// that passed the prefilter for it (see [`Candidates`]).
     candidates: HashMap<(Variable, u32), Candidates, FastState>,
+    /// For each summary of the program (see [`crate::compile::plan`]): 1 + the offset of
+    /// its bit set in `bits`, or 0 while not computed in this phase.
+    summaries: Vec<u32>,
 }
 
 /// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
@@ -99,12 +105,19 @@ impl Candidates {
 }
 
 impl TransformCache {
+    /// Forgets what depends on whole collections, which the next phase may extend.
+    pub(crate) fn start_phase(&mut self) {
+        self.candidates.clear();
+        self.summaries.clear();
+    }
+
     pub(crate) fn clear(&mut self) {
         self.map.clear();
         self.arena.clear();
         self.prefiltered.clear();
         self.bits.clear();
         self.candidates.clear();
+        self.summaries.clear();
     }
 
     /// Clears the cache for another transaction; false when its tables grew too large to
@@ -116,6 +129,54 @@ impl TransformCache {
             && self.arena.capacity() <= 16 * 1024
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
+    }
+
+    /// Whether the rule with prefilter `bit` can match any value of the variable of
+    /// summary `id` (spec `summary`, group prefilter `prefilter`): false means none of its
+    /// literals occurs in any of them. The summary is computed on first use in a phase.
+    pub(crate) fn summary_passes(
+        &mut self,
+        data: &TxData,
+        id: u32,
+        summary: &Summary,
+        bit: u32,
+        prefilter: &Prefilter,
+    ) -> bool {
+        let i = id as usize;
+        if self.summaries.len() <= i {
+            self.summaries.resize(i + 1, 0);
+        }
+        let offset = match self.summaries[i] {
+            0 => {
+                let offset = self.summarise(data, summary, prefilter);
+                self.summaries[i] = offset as u32 + 1;
+                offset
+            }
+            o => o as usize - 1,
+        };
+        self.bits[offset + bit as usize / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// ORs the prefilter bits of every value of the summary's variable into a new bit set;
+    /// returns its offset in `bits`.
+    fn summarise(&mut self, data: &TxData, summary: &Summary, prefilter: &Prefilter) -> usize {
+        let words = prefilter.words;
+        let offset = self.bits.len();
+        self.bits.resize(offset + words, 0);
+        data.visit_every(summary.variable, &mut |key, _, raw| {
+            let Some(key) = key else {
+                // The planner summarises only keyed variables; should one yield an unkeyed
+                // value, let every rule through rather than guess.
+                self.bits[offset..offset + words].fill(u64::MAX);
+                return;
+            };
+            let slot = self.transform_slot(key, raw, &prefilter.chain, &prefilter.prefix_ids);
+            let o = self.prefilter_bits(key, slot, raw, summary.group, prefilter);
+            for w in 0..words {
+                self.bits[offset + w] |= self.bits[o + w];
+            }
+        });
+        offset
     }
 
     /// The candidate lists of `variable` for a prefilter group, if already built.

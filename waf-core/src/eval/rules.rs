@@ -100,7 +100,8 @@ impl TxState {
             }
             _ => {}
         }
-        self.cache.clear();
+        self.cache.start_phase();
+        self.data.phase = phase;
         let program = std::sync::Arc::clone(&self.program);
         let steps = &program.phases[usize::from(phase - 1)];
         let mut i = 0;
@@ -164,9 +165,13 @@ impl TxState {
                 captures: 0..0,
             }),
             Some(op) => {
+                let reference = self.program.reference;
+                if !reference && self.plan_rules_out(rule) {
+                    self.scratch = scratch;
+                    return false;
+                }
                 let data = &self.data;
                 let cache = &mut self.cache;
-                let reference = self.program.reference;
                 let prefilter = rule.prefilter.filter(|_| !reference).and_then(|r| {
                     self.program
                         .prefilters
@@ -355,6 +360,36 @@ impl TxState {
             Some(child) => self.eval_rule(child, head),
             None => true,
         }
+    }
+
+    /// Whether the plan shows, without visiting values, that `rule` cannot match (see
+    /// [`crate::compile::plan`]).
+    fn plan_rules_out(&mut self, rule: &Rule) -> bool {
+        if rule.plan.collections_only
+            && rule
+                .targets
+                .iter()
+                .all(|t| self.data.collection_len(t.variable) == 0)
+        {
+            return true;
+        }
+        let (start, end) = rule.plan.summaries;
+        let Some(pf) = rule.prefilter.filter(|_| start < end) else {
+            return false;
+        };
+        let program = &self.program;
+        let (Some(refs), Some(prefilter)) = (
+            program.summaries.refs.get(start as usize..end as usize),
+            program.prefilters.get(pf.group as usize),
+        ) else {
+            return false;
+        };
+        !refs.iter().any(|&id| {
+            program.summaries.specs.get(id as usize).is_none_or(|spec| {
+                self.cache
+                    .summary_passes(&self.data, id, spec, pf.bit, prefilter)
+            })
+        })
     }
 
     /// Reports a matched chain and carries out its disruptive action.
