@@ -17,7 +17,7 @@ use crate::compile::plan::Summary;
 use crate::compile::prefilter::Prefilter;
 use crate::eval::data::{TxData, ValueKey};
 use crate::transformations::Transformation;
-use crate::variables::Variable;
+use crate::variables::{Selector, Variable};
 
 /// A multiplicative (Fx-style) hasher for the engine's internal maps, whose keys are
 /// small integers or short variable names chosen by rule authors, not attackers (SipHash
@@ -163,7 +163,7 @@ impl TransformCache {
         let words = prefilter.words;
         let offset = self.bits.len();
         self.bits.resize(offset + words, 0);
-        data.visit_every(summary.variable, &mut |key, _, raw| {
+        let mut add = |key: Option<ValueKey>, raw: &[u8]| {
             let Some(key) = key else {
                 // The planner summarises only keyed variables; should one yield an unkeyed
                 // value, let every rule through rather than guess.
@@ -175,7 +175,13 @@ impl TransformCache {
             for w in 0..words {
                 self.bits[offset + w] |= self.bits[o + w];
             }
-        });
+        };
+        match &summary.selector {
+            Selector::All => data.visit_every(summary.variable, &mut |key, _, raw| add(key, raw)),
+            one => data.visit(summary.variable, one, &|_| false, &mut |key, _, raw| {
+                add(key, raw)
+            }),
+        }
         offset
     }
 
