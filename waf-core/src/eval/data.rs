@@ -763,6 +763,14 @@ impl TxData {
 }
 
 impl MacroExpander for TxData {
+    fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
+        match (variable, key) {
+            // A missing TX variable expands to nothing, as `append_variable` says.
+            (Variable::Tx, Some(k)) => Some(self.tx.get(k.as_bytes()).unwrap_or_default()),
+            _ => None,
+        }
+    }
+
     fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
         if let (Variable::Tx, Some(k)) = (variable, key) {
             if let Some(v) = self.tx.get(k.as_bytes()) {
