@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::compile::{self, Program};
+use crate::compile::{self, LimitAction, Program};
 use crate::error::{Error, ErrorKind, Warning};
 use crate::eval::Runtime;
+use crate::exclusion::Exclusion;
 use crate::seclang;
 use crate::transaction::{ConnectionInfo, Transaction};
 
@@ -21,6 +22,36 @@ pub enum EngineMode {
     /// No rule runs.
     #[default]
     Off,
+}
+
+/// The engine settings a [`Waf`] runs with: what its `Sec*` directives set, with
+/// ModSecurity's defaults for the rest. Hosts read the body limits from here; two rule sets
+/// meant to behave alike can be compared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EngineSettings {
+    /// `SecRuleEngine`.
+    pub mode: EngineMode,
+    /// `SecRequestBodyAccess`.
+    pub request_body_access: bool,
+    /// `SecRequestBodyLimit`, bytes.
+    pub request_body_limit: usize,
+    /// `SecRequestBodyNoFilesLimit`, bytes.
+    pub request_body_no_files_limit: usize,
+    /// `SecRequestBodyLimitAction`.
+    pub request_body_limit_action: LimitAction,
+    /// `SecResponseBodyAccess`.
+    pub response_body_access: bool,
+    /// `SecResponseBodyLimit`, bytes.
+    pub response_body_limit: usize,
+    /// `SecResponseBodyLimitAction`.
+    pub response_body_limit_action: LimitAction,
+    /// `SecResponseBodyMimeType`, lower-cased.
+    pub response_body_mime_types: Vec<String>,
+    /// `SecRequestBodyJsonDepthLimit`.
+    pub json_depth_limit: usize,
+    /// `SecArgumentsLimit`.
+    pub arguments_limit: usize,
 }
 
 /// A compiled rule set: immutable, `Send + Sync`, cheap to clone (an `Arc`).
@@ -68,6 +99,28 @@ impl Waf {
         self.program.config.engine_mode
     }
 
+    /// The engine settings in force.
+    pub fn engine_settings(&self) -> EngineSettings {
+        let c = &self.program.config;
+        EngineSettings {
+            mode: c.engine_mode,
+            request_body_access: c.request_body_access,
+            request_body_limit: c.request_body_limit,
+            request_body_no_files_limit: c.request_body_no_files_limit,
+            request_body_limit_action: c.request_body_limit_action,
+            response_body_access: c.response_body_access,
+            response_body_limit: c.response_body_limit,
+            response_body_limit_action: c.response_body_limit_action,
+            response_body_mime_types: c
+                .response_body_mime_types
+                .iter()
+                .map(|m| String::from_utf8_lossy(m).into_owned())
+                .collect(),
+            json_depth_limit: c.json_depth_limit,
+            arguments_limit: c.arguments_limit,
+        }
+    }
+
     /// Number of rules (chain starters and `SecAction`s) loaded.
     pub fn rule_count(&self) -> usize {
         self.program.rule_count()
@@ -78,6 +131,7 @@ impl Waf {
 #[derive(Debug, Default)]
 pub struct WafBuilder {
     sources: Vec<Source>,
+    exclusions: Vec<Exclusion>,
     reference: bool,
 }
 
@@ -108,6 +162,13 @@ impl WafBuilder {
     /// matches nothing is an error.
     pub fn seclang_glob(mut self, pattern: impl Into<String>) -> Self {
         self.sources.push(Source::Glob(pattern.into()));
+        self
+    }
+
+    /// Adds a rule exclusion (see [`Exclusion`]): applied after every rule source, whatever
+    /// order the builder calls come in.
+    pub fn exclusion(mut self, exclusion: Exclusion) -> Self {
+        self.exclusions.push(exclusion);
         self
     }
 
@@ -147,8 +208,12 @@ impl WafBuilder {
                 }
             }
         }
+        let (after, path_exclusions) = compile::exclusion::lower(&self.exclusions)?;
+        directives.extend(after);
         let mut program = compile::compile(&directives)?;
+        program.warn_unmatched(&path_exclusions);
         program.reference = self.reference;
+        program.path_exclusions = path_exclusions;
         Ok(Waf {
             program: Arc::new(program),
             runtime: Arc::new(Runtime::default()),

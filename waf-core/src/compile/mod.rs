@@ -8,6 +8,7 @@
 //! an exclusion that names nothing is a warning.
 
 mod config;
+pub(crate) mod exclusion;
 pub(crate) mod plan;
 pub(crate) mod prefilter;
 mod rule;
@@ -22,7 +23,8 @@ use crate::seclang::{ActionAst, Directive, DirectiveKind, IdRange, RuleAst, Span
 use crate::transformations::Transformation;
 use crate::variables::{Selector, Variable};
 
-pub(crate) use config::{Config, LimitAction};
+pub(crate) use config::Config;
+pub use config::LimitAction;
 pub(crate) use rule::{Metadata, Rule, RuleOperator, Target};
 
 /// The compiled, immutable rule set. It holds no run-time state: what transactions share
@@ -43,6 +45,8 @@ pub(crate) struct Program {
     /// the transformations and the operator, with no prefilter, cache or skip. Slower;
     /// the differential test's oracle for the plan (`tests/plan`).
     pub(crate) reference: bool,
+    /// Path-scoped [`crate::Exclusion`]s, applied by each transaction before phase 1.
+    pub(crate) path_exclusions: Vec<exclusion::PathExclusion>,
 }
 
 /// One step of a phase.
@@ -57,6 +61,18 @@ pub(crate) enum Step {
 impl Program {
     pub(crate) fn rule_count(&self) -> usize {
         self.rules.len()
+    }
+
+    /// Warns about path exclusions that select no rule of the program.
+    pub(crate) fn warn_unmatched(&mut self, exclusions: &[exclusion::PathExclusion]) {
+        for (i, e) in exclusions.iter().enumerate() {
+            if !self.rules.iter().any(|r| r.selected_by(&e.rules)) {
+                self.warnings.push(Warning {
+                    location: None,
+                    message: format!("exclusion[{i}] by {} matches no rule", e.rules),
+                });
+            }
+        }
     }
 }
 
@@ -231,6 +247,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         phases,
         warnings,
         reference: false,
+        path_exclusions: Vec::new(),
     })
 }
 

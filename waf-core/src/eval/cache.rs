@@ -51,6 +51,10 @@ impl Hasher for FastHasher {
     }
 }
 
+/// Collections with fewer values are visited value by value: building candidate lists
+/// costs more than it saves for a handful of headers or query arguments.
+pub(crate) const CANDIDATE_LISTS_FROM: usize = 16;
+
 /// Where a cached value lives: the raw value itself (every step so far left it
 /// unchanged) or a buffer in the arena.
 #[derive(Clone, Copy, Debug)]
@@ -159,10 +163,33 @@ impl TransformCache {
 
     /// ORs the prefilter bits of every value of the summary's variable into a new bit set;
     /// returns its offset in `bits`.
+    ///
+    /// A big collection read whole is summarised from its candidate lists instead (built
+    /// here if not yet): they hold the same answer per rule, building them records no
+    /// per-value result (see [`Candidates`]), and the rules that pass read them next.
     fn summarise(&mut self, data: &TxData, summary: &Summary, prefilter: &Prefilter) -> usize {
         let words = prefilter.words;
         let offset = self.bits.len();
         self.bits.resize(offset + words, 0);
+        let (variable, group) = (summary.variable, summary.group);
+        if matches!(summary.selector, Selector::All)
+            && data
+                .indexed_len(variable)
+                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
+        {
+            if self.candidates(variable, group).is_none() {
+                let (chain, ids) = (&prefilter.chain, &prefilter.prefix_ids);
+                self.build_candidates(data, variable, group, chain, ids, prefilter);
+            }
+            if let Some(c) = self.candidates.get(&(variable, group)) {
+                for bit in 0..words * 64 {
+                    if !c.range(bit as u32).is_empty() {
+                        self.bits[offset + bit / 64] |= 1 << (bit % 64);
+                    }
+                }
+            }
+            return offset;
+        }
         let mut add = |key: Option<ValueKey>, raw: &[u8]| {
             let Some(key) = key else {
                 // The planner summarises only keyed variables; should one yield an unkeyed

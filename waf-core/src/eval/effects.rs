@@ -7,6 +7,20 @@ use crate::eval::data::Num;
 use crate::eval::TxState;
 
 impl TxState {
+    /// Applies the path-scoped [`crate::Exclusion`]s whose prefix the request path
+    /// (`REQUEST_FILENAME`) starts with, as a `ctl` rule placed before every other would.
+    pub(super) fn apply_path_exclusions(&mut self) {
+        for e in &self.program.path_exclusions {
+            if !self.data.filename.starts_with(&e.prefix) {
+                continue;
+            }
+            match &e.target {
+                None => self.removed_rules.push(e.rules.clone()),
+                Some(t) => self.removed_targets.push((e.rules.clone(), t.clone())),
+            }
+        }
+    }
+
     pub(super) fn apply_effect(&mut self, effect: &Effect) {
         match effect {
             Effect::SetVar(s) => self.set_var(s),

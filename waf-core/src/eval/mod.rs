@@ -156,6 +156,7 @@ impl TxState {
             return Verdict::Continue;
         }
         request::set_request_line(&mut self.data, head.method, head.uri, head.version);
+        self.apply_path_exclusions();
         let separator = self.program.config.argument_separator;
         let limit = self.program.config.arguments_limit;
         self.data.request_headers = head

@@ -79,9 +79,7 @@ impl MatchScratch {
     }
 }
 
-/// Collections with fewer values are visited value by value: building candidate lists
-/// costs more than it saves for a handful of headers or query arguments.
-const CANDIDATE_LISTS_FROM: usize = 16;
+use super::cache::CANDIDATE_LISTS_FROM;
 
 /// What the loop does after a matched rule.
 enum Flow {
@@ -398,10 +396,11 @@ impl TxState {
             return false;
         };
         !refs.iter().any(|&id| {
-            program.summaries.specs.get(id as usize).is_none_or(|spec| {
-                self.cache
-                    .summary_passes(&self.data, id, spec, pf.bit, prefilter)
-            })
+            let Some(spec) = program.summaries.specs.get(id as usize) else {
+                return true;
+            };
+            self.cache
+                .summary_passes(&self.data, id, spec, pf.bit, prefilter)
         })
     }
 
