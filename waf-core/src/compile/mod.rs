@@ -47,6 +47,8 @@ pub(crate) struct Program {
     pub(crate) reference: bool,
     /// Path-scoped [`crate::Exclusion`]s, applied by each transaction before phase 1.
     pub(crate) path_exclusions: Vec<exclusion::PathExclusion>,
+    /// Distinct transformation-chain prefixes (`Rule::prefix_ids` are below this).
+    pub(crate) prefix_count: usize,
 }
 
 /// One step of a phase.
@@ -248,6 +250,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         warnings,
         reference: false,
         path_exclusions: Vec::new(),
+        prefix_count: interner.next as usize,
     })
 }
 

@@ -66,6 +66,13 @@ enum Source {
     RespHeaderName,
 }
 
+/// Sources a [`ValueKey`] can name: the table of transformed values keeps a row index per
+/// (source, index) (`eval::cache`).
+pub(crate) const SOURCES: usize = Source::RespHeaderName as usize + 1;
+
+// Single values are keyed by `phase << 8 | variable`.
+const _: () = assert!(crate::variables::Variable::ALL.len() <= 256);
+
 fn key_of(source: Source, index: usize) -> Option<ValueKey> {
     Some(((source as u64) << 32) | (index as u64 & 0xffff_ffff))
 }
@@ -309,7 +316,7 @@ impl TxData {
                     // transaction: the phase is part of their key.
                     key_of(
                         Source::Single,
-                        usize::from(self.phase) << 16 | variable as usize,
+                        usize::from(self.phase) << 8 | variable as usize,
                     ),
                     VarName {
                         variable,

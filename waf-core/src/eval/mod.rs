@@ -92,7 +92,8 @@ impl TxState {
         let config = &program.config;
         let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
         let serial = runtime.next_serial();
-        let recycled = runtime.pool.take();
+        let mut recycled = runtime.pool.take();
+        recycled.cache.set_width(program.prefix_count);
         let data = TxData {
             remote_addr: conn.client.ip().to_string().into_bytes(),
             remote_port: conn.client.port().to_string().into_bytes(),
