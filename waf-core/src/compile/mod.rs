@@ -47,7 +47,8 @@ pub(crate) struct Program {
     pub(crate) reference: bool,
     /// Path-scoped [`crate::Exclusion`]s, applied by each transaction before phase 1.
     pub(crate) path_exclusions: Vec<exclusion::PathExclusion>,
-    /// Distinct transformation-chain prefixes (`Rule::prefix_ids` are below this).
+    /// Columns of the per-transaction table of transformed values (`Rule::prefix_ids`
+    /// are below this, or `u32::MAX`; see [`cache_columns`]).
     pub(crate) prefix_count: usize,
 }
 
@@ -239,6 +240,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
     }
 
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
+    let prefix_count = cache_columns(&mut rules);
     let prefilters = prefilter::build(&mut rules);
     let summaries = plan::build(&mut rules);
     Ok(Program {
@@ -250,8 +252,66 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         warnings,
         reference: false,
         path_exclusions: Vec::new(),
-        prefix_count: interner.next as usize,
+        prefix_count,
     })
+}
+
+/// Renumbers every rule's chain prefix ids to columns of the per-transaction table of
+/// transformed values, and returns how many there are. A prefix gets a column only when a
+/// cached result can be read back: it ends some rule's chain, or it starts two or more
+/// distinct chains (`t:urlDecodeUni` before `t:lowercase` in one and `t:htmlEntityDecode`
+/// in another). Other steps get `u32::MAX` and are computed on the way, not stored: on CRS
+/// this keeps a value's row at a fraction of the prefixes, which is what a big body's
+/// memory is made of.
+fn cache_columns(rules: &mut [Rule]) -> usize {
+    fn chains<'r>(rule: &'r Rule, out: &mut Vec<&'r [u32]>) {
+        if !rule.prefix_ids.is_empty() {
+            out.push(&rule.prefix_ids);
+        }
+        if let Some(c) = &rule.chain {
+            chains(c, out);
+        }
+    }
+    let mut all = Vec::new();
+    for r in rules.iter() {
+        chains(r, &mut all);
+    }
+    all.sort();
+    all.dedup();
+    // For each prefix id: is it a chain's end, and how many distinct chains it starts.
+    let mut ends: HashMap<u32, ()> = HashMap::new();
+    let mut starts: HashMap<u32, usize> = HashMap::new();
+    for chain in &all {
+        if let Some((last, proper)) = chain.split_last() {
+            ends.insert(*last, ());
+            for p in proper {
+                *starts.entry(*p).or_default() += 1;
+            }
+        }
+    }
+    let mut column: HashMap<u32, u32> = HashMap::new();
+    let mut wanted: Vec<u32> = ends
+        .keys()
+        .copied()
+        .chain(starts.iter().filter(|(_, n)| **n >= 2).map(|(p, _)| *p))
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    for (i, p) in wanted.iter().enumerate() {
+        column.insert(*p, i as u32);
+    }
+    fn renumber(rule: &mut Rule, column: &HashMap<u32, u32>) {
+        for p in &mut rule.prefix_ids {
+            *p = column.get(p).copied().unwrap_or(u32::MAX);
+        }
+        if let Some(c) = &mut rule.chain {
+            renumber(c, column);
+        }
+    }
+    for r in rules.iter_mut() {
+        renumber(r, &column);
+    }
+    wanted.len()
 }
 
 /// A `ctl:ruleRemove*` that selects no rule of the whole set has no effect: say so at load.

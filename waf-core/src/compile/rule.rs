@@ -26,7 +26,9 @@ pub(crate) struct Rule {
     pub(crate) operator: Option<RuleOperator>,
     /// Transformations, after `t:none` and default actions are resolved.
     pub(crate) transformations: Vec<Transformation>,
-    /// `prefix_ids[i]` identifies `transformations[..=i]` for the per-transaction cache.
+    /// `prefix_ids[i]` is the column of `transformations[..=i]` in the per-transaction
+    /// table of transformed values, or `u32::MAX` when that step's result is not kept
+    /// (see `compile::cache_columns`). The last one always has a column.
     pub(crate) prefix_ids: Vec<u32>,
     /// Metadata used in reports and macros.
     pub(crate) meta: Metadata,

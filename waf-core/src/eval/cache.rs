@@ -79,7 +79,11 @@ pub(crate) struct TransformCache {
     /// Prefix ids of the program (`Program::prefix_count`).
     width: usize,
     /// Values some step changed.
-    arena: Vec<Vec<u8>>,
+    /// Transformed values some step changed, end to end: `spans[k]` is the range of value
+    /// `k`. One buffer rather than a `Vec` each: no allocation per value once it has grown,
+    /// and no per-allocation overhead in a big body's peak memory.
+    arena: Vec<u8>,
+    spans: Vec<(u32, u32)>,
     /// (value, prefilter group) → offset of its bit set in `bits`.
     prefiltered: HashMap<(ValueKey, u32), usize, FastState>,
     bits: Vec<u64>,
@@ -138,6 +142,7 @@ impl TransformCache {
         }
         self.table.clear();
         self.arena.clear();
+        self.spans.clear();
         self.prefiltered.clear();
         self.bits.clear();
         self.candidates.clear();
@@ -151,7 +156,8 @@ impl TransformCache {
         self.table.capacity() <= 64 * 1024
             && self.rows.iter().all(|r| r.capacity() <= 4 * 1024)
             && self.prefiltered.capacity() <= 16 * 1024
-            && self.arena.capacity() <= 16 * 1024
+            && self.arena.capacity() <= 256 * 1024
+            && self.spans.capacity() <= 16 * 1024
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
     }
@@ -321,7 +327,10 @@ impl TransformCache {
         self.bits.resize(offset + prefilter.words, 0);
         let input = match slot {
             Slot::Raw => raw,
-            Slot::Arena(i) => &self.arena[i],
+            Slot::Arena(i) => {
+                let (s, e) = self.spans[i];
+                self.arena.get(s as usize..e as usize).unwrap_or_default()
+            }
         };
         prefilter.scan(input, &mut self.bits[offset..]);
         self.prefiltered.insert((key, group), offset);
@@ -361,7 +370,11 @@ impl TransformCache {
             return Slot::Raw;
         }
         let base = self.row(key) * self.width.max(1);
-        let entry = |table: &[u32], id: u32| table.get(base + id as usize).copied().unwrap_or(0);
+        // `u32::MAX`: a step whose result is not kept (`compile::cache_columns`).
+        let entry = |table: &[u32], id: u32| match id {
+            u32::MAX => 0,
+            id => table.get(base + id as usize).copied().unwrap_or(0),
+        };
         let decode = |e: u32| match e {
             1 => Slot::Raw,
             k => Slot::Arena(k as usize - 2),
@@ -387,26 +400,48 @@ impl TransformCache {
                 Cow::Owned(v) => Some(v),
             };
             if let Some(v) = changed {
-                self.arena.push(v);
-                slot = Slot::Arena(self.arena.len() - 1);
+                slot = self.keep(&v);
             }
             let code = match slot {
                 Slot::Raw => 1,
                 Slot::Arena(k) => k as u32 + 2,
             };
             // A prefix id past the width (a program and cache mismatch) is not recorded.
-            if let Some(e) = self.table.get_mut(base + prefix_ids[i] as usize) {
-                *e = code;
+            if prefix_ids[i] != u32::MAX {
+                if let Some(e) = self.table.get_mut(base + prefix_ids[i] as usize) {
+                    *e = code;
+                }
             }
         }
         slot
+    }
+
+    /// Copies a transformed value into the arena.
+    fn keep(&mut self, value: &[u8]) -> Slot {
+        let start = self.arena.len();
+        self.arena.extend_from_slice(value);
+        // The arena holds the transformed values of one transaction, bounded by the body
+        // limit times the chains; past 4 GiB the offsets would wrap, so saturate instead
+        // (a value then reads as a shorter one, never out of bounds).
+        let span = (
+            u32::try_from(start).unwrap_or(u32::MAX),
+            u32::try_from(self.arena.len()).unwrap_or(u32::MAX),
+        );
+        self.spans.push(span);
+        Slot::Arena(self.spans.len() - 1)
+    }
+
+    /// Value `i` of the arena.
+    fn arena_value(&self, i: usize) -> &[u8] {
+        let (s, e) = self.spans[i];
+        self.arena.get(s as usize..e as usize).unwrap_or_default()
     }
 
     /// The bytes of a slot from [`TransformCache::transform_slot`] for `raw`.
     pub(crate) fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
         match slot {
             Slot::Raw => raw,
-            Slot::Arena(i) => &self.arena[i],
+            Slot::Arena(i) => self.arena_value(i),
         }
     }
 }
