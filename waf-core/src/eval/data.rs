@@ -3,7 +3,10 @@
 //!
 //! Values are visited in place through a callback, never collected into a vector, so a
 //! benign request allocates nothing here. Each request-derived value carries a stable
-//! [`ValueKey`] (source and index) so the transformation cache can recognise it.
+//! [`ValueKey`] (source and index) so the transformation cache can recognise it for the
+//! rest of the transaction: collections only grow (the body adds `ARGS_POST`, the
+//! response adds its headers), so a key never names two different values; single values
+//! carry the phase in their key, since some change between phases.
 
 use std::collections::HashMap;
 
@@ -62,6 +65,13 @@ enum Source {
     RespHeaderValue,
     RespHeaderName,
 }
+
+/// Sources a [`ValueKey`] can name: the table of transformed values keeps a row index per
+/// (source, index) (`eval::cache`).
+pub(crate) const SOURCES: usize = Source::RespHeaderName as usize + 1;
+
+// Single values are keyed by `phase << 8 | variable`.
+const _: () = assert!(crate::variables::Variable::ALL.len() <= 256);
 
 fn key_of(source: Source, index: usize) -> Option<ValueKey> {
     Some(((source as u64) << 32) | (index as u64 & 0xffff_ffff))
@@ -152,6 +162,8 @@ pub(crate) struct TxData {
     pub(crate) highest_severity: u8,
     pub(crate) rule_id: u64,
     pub(crate) duration_micros: u64,
+    /// The phase being evaluated (1..=5).
+    pub(crate) phase: u8,
     pub(crate) web_app_id: Vec<u8>,
 }
 
@@ -299,7 +311,13 @@ impl TxData {
         let single = |value: &[u8], f: &mut Visit<'_>| {
             if !excluded(b"") {
                 f(
-                    key_of(Source::Single, variable as usize),
+                    // Single values may change between phases (`REQBODY_PROCESSOR`,
+                    // `RESPONSE_STATUS`, ...), and cached results live for the whole
+                    // transaction: the phase is part of their key.
+                    key_of(
+                        Source::Single,
+                        usize::from(self.phase) << 8 | variable as usize,
+                    ),
                     VarName {
                         variable,
                         key: None,
@@ -668,6 +686,41 @@ impl TxData {
         })
     }
 
+    /// Calls `f` for every value any selector of `variable` can yield: what
+    /// [`TxData::visit`] yields with no selector, and for `XML` also the attribute values
+    /// (`XML://@*`), which no other selector reaches.
+    pub(crate) fn visit_every(&self, variable: Variable, f: &mut Visit<'_>) {
+        self.visit(variable, &Selector::All, &|_| false, f);
+        if variable == Variable::Xml {
+            for (i, v) in self.xml_attrs.iter().enumerate() {
+                f(
+                    key_of(Source::XmlAttr, i),
+                    VarName {
+                        variable,
+                        key: Some(b"//@*"),
+                    },
+                    v,
+                );
+            }
+        }
+    }
+
+    /// For a collection [`crate::compile::plan::collection`] names, how many values
+    /// [`TxData::visit`] yields with no selector: 0 means it yields none with any selector.
+    pub(crate) fn collection_len(&self, variable: Variable) -> usize {
+        use Variable as V;
+        match variable {
+            V::Files | V::FilesNames | V::FilesSizes => self.files.len(),
+            V::MultipartPartHeaders => self.part_headers.len(),
+            V::MultipartFilename => self.multipart_filenames.len(),
+            V::MultipartName => self.multipart_names.len(),
+            V::Xml => self.xml_text.len() + self.xml_attrs.len(),
+            V::ResponseHeaders | V::ResponseHeadersNames => self.response_headers.len(),
+            // The planner marks only collections; anything else counts as non-empty.
+            other => self.indexed_len(other).unwrap_or(usize::MAX),
+        }
+    }
+
     /// The `pos`-th value [`TxData::visit`] yields for `variable` with no selector, with
     /// the same cache key, name and value. `pos` must be below [`TxData::indexed_len`].
     pub(crate) fn indexed(
@@ -717,6 +770,14 @@ impl TxData {
 }
 
 impl MacroExpander for TxData {
+    fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
+        match (variable, key) {
+            // A missing TX variable expands to nothing, as `append_variable` says.
+            (Variable::Tx, Some(k)) => Some(self.tx.get(k.as_bytes()).unwrap_or_default()),
+            _ => None,
+        }
+    }
+
     fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
         if let (Variable::Tx, Some(k)) = (variable, key) {
             if let Some(v) = self.tx.get(k.as_bytes()) {
