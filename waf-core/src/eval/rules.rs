@@ -20,7 +20,7 @@ use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
 use crate::report::MatchedRule;
-use crate::variables::Selector;
+use crate::variables::{Selector, Variable};
 use crate::verdict::{DisruptiveAction, Intervention, Verdict};
 use crate::waf::EngineMode;
 
@@ -161,11 +161,13 @@ impl TxState {
                 value: 0..0,
                 captures: 0..0,
             }),
-            Some(op) => {
-                let reference = self.program.reference;
-                if !reference && self.plan_rules_out(rule) {
+            Some(_) if !self.program.reference && self.plan_decides(rule) => {
+                if self.scratch.matches.is_empty() {
                     return false;
                 }
+            }
+            Some(op) => {
+                let reference = self.program.reference;
                 let data = &self.data;
                 let cache = &mut self.cache;
                 // Borrowed, not taken: most rules match nothing, and then the scratch
@@ -362,20 +364,33 @@ impl TxState {
         }
     }
 
-    /// Whether the plan shows, without visiting values, that `rule` cannot match (see
-    /// [`crate::compile::plan`]).
-    fn plan_rules_out(&mut self, rule: &Rule) -> bool {
+    /// Whether the plan decides `rule` without the value loop (see
+    /// [`crate::compile::plan`]): then the scratch holds its matches (none when the plan
+    /// shows it cannot match).
+    fn plan_decides(&mut self, rule: &Rule) -> bool {
         if rule.plan.tx_test && self.removed_targets.is_empty() {
             if let (Some(op), [target]) = (&rule.operator, rule.targets.as_slice()) {
                 if let Selector::Key(key) = &target.selector {
-                    // As `TxData::visit` would: nothing set is nothing visited.
-                    return match self.data.tx.get(key) {
-                        None => true,
-                        Some(v) => op.operator.evaluate(v, &self.data, None) == op.negated,
-                    };
+                    // As `TxData::visit` and the value loop would: nothing set is nothing
+                    // visited; a match is recorded under `TX:name`.
+                    if let Some(v) = self.data.tx.get(key) {
+                        if op.operator.evaluate(v, &self.data, None) != op.negated {
+                            let name = VarName {
+                                variable: Variable::Tx,
+                                key: Some(key),
+                            };
+                            self.scratch.push(&name, v, false);
+                        }
+                    }
+                    return true;
                 }
             }
         }
+        self.plan_rules_out(rule)
+    }
+
+    /// Whether the plan shows, without visiting values, that `rule` cannot match.
+    fn plan_rules_out(&mut self, rule: &Rule) -> bool {
         if rule.plan.collections_only
             && rule
                 .targets
