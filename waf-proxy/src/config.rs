@@ -688,7 +688,10 @@ impl Config {
                 message: e.message().to_string(),
             }])
         })?;
-        Config::try_from((path, raw))
+        Config::try_from((path, raw)).map_err(|mut e| {
+            crate::policy::locate_in_file(path, text, &mut e);
+            e
+        })
     }
 }
 

@@ -124,6 +124,101 @@ pub fn host_policy(
     Ok(Some(config))
 }
 
+/// Where each `[[host.rules]]` expression starts in the file, for [`locate_in_file`].
+#[derive(serde::Deserialize)]
+struct SpannedDoc {
+    #[serde(default)]
+    host: Vec<SpannedHost>,
+}
+
+#[derive(serde::Deserialize)]
+struct SpannedHost {
+    #[serde(default)]
+    rules: Vec<SpannedRule>,
+}
+
+#[derive(serde::Deserialize)]
+struct SpannedRule {
+    name: String,
+    expression: toml::Spanned<String>,
+}
+
+/// Adds the file position to policy errors that point into a `[[host.rules]]` expression
+/// (`rule "x" expression:L:C`): `(proxy.toml:LINE:COL)`. Exact for literal strings
+/// (`'...'`, `'''...'''`), approximate for basic strings with escapes.
+pub fn locate_in_file(path: &Path, text: &str, errors: &mut crate::config::ConfigErrors) {
+    let Ok(doc) = toml::from_str::<SpannedDoc>(text) else {
+        return;
+    };
+    for e in &mut errors.0 {
+        let Some(host) = e
+            .location
+            .strip_suffix(".policy")
+            .and_then(|l| l.rsplit("host[").next())
+            .and_then(|l| l.strip_suffix(']'))
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let Some(rest) = e.message.strip_prefix("rule \"") else {
+            continue;
+        };
+        let Some((name, rest)) = rest.split_once("\" expression:") else {
+            continue;
+        };
+        let mut nums = rest.splitn(3, ':');
+        let (Some(Ok(line)), Some(Ok(col))) = (
+            nums.next().map(str::parse::<usize>),
+            nums.next().map(str::parse::<usize>),
+        ) else {
+            continue;
+        };
+        let Some(rule) = doc
+            .host
+            .get(host)
+            .and_then(|h| h.rules.iter().find(|r| r.name == name))
+        else {
+            continue;
+        };
+        let span = rule.expression.span();
+        let raw = &text[span.start..span.end.min(text.len())];
+        let quote = if raw.starts_with("'''") || raw.starts_with("\"\"\"") {
+            3
+        } else {
+            1
+        };
+        let mut start = span.start + quote;
+        if quote == 3 && text[start..].starts_with('\n') {
+            start += 1;
+        }
+        // Offset of (line, col) inside the expression, then the file position of that.
+        let expr = rule.expression.get_ref();
+        let mut offset = 0;
+        for (i, l) in expr.split('\n').enumerate() {
+            if i + 1 == line {
+                offset += l
+                    .char_indices()
+                    .nth(col.saturating_sub(1))
+                    .map_or(l.len(), |(b, _)| b);
+                break;
+            }
+            offset += l.len() + 1;
+        }
+        // Basic strings with escapes can put the offset inside a character: then say nothing.
+        let Some(before) = text.get(..(start + offset).min(text.len())) else {
+            continue;
+        };
+        let file_line = before.matches('\n').count() + 1;
+        let file_col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        // The file position goes on the first line, before the `^^^` lines.
+        let at = format!(" ({}:{file_line}:{file_col})", path.display());
+        e.message = match e.message.split_once('\n') {
+            Some((first, tail)) => format!("{first}{at}\n{tail}"),
+            None => format!("{}{at}", e.message),
+        };
+    }
+}
+
 /// Stores by host label, kept across config reloads so bans and counters survive them.
 fn stores() -> &'static Mutex<HashMap<String, Arc<dyn Store>>> {
     static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn Store>>>> = OnceLock::new();

@@ -335,6 +335,18 @@ fn check_reports_a_malformed_expression_or_list_with_its_location() {
         text.contains("host[0].policy: rule \"admin\" expression:2:14: `contains` does not apply to IP address"),
         "{text}"
     );
+    // ... and where that is in the file: the expression starts on line 26 (after the
+    // `'''` and its newline), so its line 2 is the file's line 27.
+    let file_line = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("and ip.src contains"))
+        .unwrap()
+        + 1;
+    assert!(
+        text.contains(&format!("expr.toml:{file_line}:14)")),
+        "{text}"
+    );
     assert!(text.contains("^^^"), "{text}");
 
     let list = dir.join("office.txt");
