@@ -547,10 +547,11 @@ impl Finish {
             let state = self.state.clone();
             add_host_headers(&mut headers, &state.hosts[hi], self.https);
         }
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        );
+        // The page's own type wins: a JSON block page is sent as JSON. Only pages made
+        // here without one (error pages, which are HTML) get the HTML type.
+        headers
+            .entry(header::CONTENT_TYPE)
+            .or_insert(HeaderValue::from_static("text/html; charset=utf-8"));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Ok(v) = HeaderValue::from_str(&self.rec.request_id) {
             headers.insert("x-request-id", v);

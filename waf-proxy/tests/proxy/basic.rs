@@ -659,3 +659,42 @@ async fn malformed_hosts_and_requests_get_answers_not_crashes() {
     .await;
     assert_eq!(r.status, 200);
 }
+
+#[tokio::test]
+async fn block_pages_are_sent_with_the_type_they_were_made_with() {
+    let up = upstream();
+    let dir = temp_dir("pages");
+    let rules = rules_file(&dir);
+    let proxy = Proxy::start(&dir, &config(&[up.addr.to_string()], &rules, "", ""));
+    let c = client();
+    let attack = proxy.url("/?id=1%20UNION%20SELECT%20password");
+    let with_accept = |accept: &'static str| {
+        Request::get(attack.as_str())
+            .header("accept", accept)
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+
+    // A client that prefers JSON gets JSON, labelled as JSON.
+    let json = send(&c, with_accept("application/json")).await;
+    assert_eq!(json.status, 403);
+    assert_eq!(json.headers["content-type"], "application/json");
+    let v: serde_json::Value = serde_json::from_str(&json.body).expect("JSON block page");
+    assert_eq!(v["status"], 403);
+    assert_eq!(
+        v["request_id"].as_str(),
+        json.headers["x-request-id"].to_str().ok()
+    );
+    assert_eq!(json.headers["cache-control"], "no-store");
+
+    // A browser gets HTML, labelled as HTML.
+    let html = send(&c, with_accept("text/html,application/xhtml+xml")).await;
+    assert_eq!(html.status, 403);
+    assert_eq!(html.headers["content-type"], "text/html; charset=utf-8");
+    assert!(html.body.starts_with("<!DOCTYPE html>"), "{}", html.body);
+
+    // So does a client that says nothing.
+    let none = get(&c, &attack).await;
+    assert_eq!(none.headers["content-type"], "text/html; charset=utf-8");
+    assert!(serde_json::from_str::<serde_json::Value>(&none.body).is_err());
+}
