@@ -14,6 +14,9 @@
 //! header_read_timeout_ms = 10000       # slow request heads, and idle keep-alive
 //!                                      # connections: closed after this (default)
 //! body_read_timeout_ms = 30000         # slow bodies the WAF buffers: 408 (default)
+//! max_request_head = 32768             # request line + headers, bytes: 431 past it
+//! max_request_line = 8192              # request line, bytes: 414 past it
+//! max_headers = 100                    # header fields: 431 past it
 //! trusted_proxies = ["10.0.0.0/8"]     # peers whose X-Forwarded-For we believe (default: none)
 //! reload_poll_ms = 1000                # check the file for changes; 0 = only SIGHUP
 //! shutdown_timeout_ms = 10000          # SIGTERM: stop accepting, let requests finish
@@ -55,6 +58,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use waf_core::host::TrustedProxies;
+
+/// Largest `max_request_head` accepted: hyper's read buffer must hold the head.
+pub const MAX_REQUEST_HEAD_CAP: usize = 256 * 1024;
+/// Largest `max_headers` accepted.
+pub const MAX_HEADERS_CAP: usize = 1000;
 
 /// Default plain HTTP listener.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -125,6 +133,13 @@ pub struct RawServer {
     pub header_read_timeout_ms: u64,
     /// Longest wait for the next chunk of a buffered request body, in ms (default 30000).
     pub body_read_timeout_ms: u64,
+    /// Longest request head (request line and headers) in bytes; 431 past it (default
+    /// 32768, at most 262144).
+    pub max_request_head: usize,
+    /// Longest request line in bytes; 414 past it (default 8192).
+    pub max_request_line: usize,
+    /// Most header fields in a request; 431 past it (default 100, at most 1000).
+    pub max_headers: usize,
     /// Trusted proxy networks (CIDR or address; default none).
     pub trusted_proxies: Vec<String>,
     /// Config file poll interval in ms; 0 disables polling (default 1000).
@@ -141,6 +156,9 @@ impl Default for RawServer {
             workers: 0,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
             body_read_timeout_ms: DEFAULT_BODY_READ_TIMEOUT_MS,
+            max_request_head: crate::edge::DEFAULT_MAX_REQUEST_HEAD,
+            max_request_line: crate::edge::DEFAULT_MAX_REQUEST_LINE,
+            max_headers: crate::edge::DEFAULT_MAX_HEADERS,
             trusted_proxies: Vec::new(),
             reload_poll_ms: DEFAULT_RELOAD_POLL_MS,
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -471,6 +489,8 @@ pub struct Config {
     pub header_read_timeout: Duration,
     /// Body chunk timeout (buffered bodies).
     pub body_read_timeout: Duration,
+    /// Request head limits (the HTTP/1 edge).
+    pub head_limits: crate::edge::HeadLimits,
     /// Trusted proxies.
     pub trusted_proxies: TrustedProxies,
     /// File poll interval; `None` = SIGHUP only.
@@ -755,6 +775,24 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         if s.body_read_timeout_ms == 0 {
             errs.push("server.body_read_timeout_ms", "must be > 0");
         }
+        if !(1024..=MAX_REQUEST_HEAD_CAP).contains(&s.max_request_head) {
+            errs.push(
+                "server.max_request_head",
+                format!("must be 1024..={MAX_REQUEST_HEAD_CAP}"),
+            );
+        }
+        if s.max_request_line < 64 || s.max_request_line > s.max_request_head {
+            errs.push(
+                "server.max_request_line",
+                "must be at least 64 and at most max_request_head",
+            );
+        }
+        if !(1..=MAX_HEADERS_CAP).contains(&s.max_headers) {
+            errs.push(
+                "server.max_headers",
+                format!("must be 1..={MAX_HEADERS_CAP}"),
+            );
+        }
         for (i, p) in s.trusted_proxies.iter().enumerate() {
             if let Err(e) = TrustedProxies::from_entries([p]) {
                 errs.push(format!("server.trusted_proxies[{i}]"), e.to_string());
@@ -1007,6 +1045,11 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             workers,
             header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
             body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
+            head_limits: crate::edge::HeadLimits {
+                max_head: s.max_request_head,
+                max_line: s.max_request_line,
+                max_headers: s.max_headers,
+            },
             trusted_proxies,
             reload_poll: (s.reload_poll_ms > 0).then(|| Duration::from_millis(s.reload_poll_ms)),
             shutdown_timeout: Duration::from_millis(s.shutdown_timeout_ms),

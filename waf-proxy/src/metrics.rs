@@ -61,6 +61,7 @@ pub struct Metrics {
     requests: Mutex<HashMap<String, StatusCounts>>,
     rule_hits: Mutex<HashMap<u64, u64>>,
     upstream_errors: Mutex<HashMap<(String, &'static str), u64>>,
+    refused: Mutex<HashMap<&'static str, u64>>,
     /// Whole-request latency.
     pub latency: Histogram,
     /// Time spent in the WAF per request.
@@ -101,6 +102,13 @@ impl Metrics {
         }
     }
 
+    /// Counts a request the HTTP/1 edge refused, by reason.
+    pub fn refused(&self, reason: &'static str) {
+        if let Ok(mut m) = self.refused.lock() {
+            *m.entry(reason).or_default() += 1;
+        }
+    }
+
     /// The Prometheus text; `extra` holds lines computed by the caller (pool gauges, logs).
     pub fn render(&self, extra: &str) -> String {
         let mut out = String::with_capacity(4096);
@@ -130,6 +138,12 @@ impl Metrics {
                     "waf_proxy_upstream_errors_total{{server=\"{}\",kind=\"{kind}\"}} {n}",
                     escape(server)
                 );
+            }
+        }
+        out.push_str("# HELP waf_proxy_refused_total Requests refused at the HTTP/1 edge, by reason.\n# TYPE waf_proxy_refused_total counter\n");
+        if let Ok(m) = self.refused.lock() {
+            for (reason, n) in m.iter() {
+                let _ = writeln!(out, "waf_proxy_refused_total{{reason=\"{reason}\"}} {n}");
             }
         }
         let _ = writeln!(

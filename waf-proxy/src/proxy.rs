@@ -38,6 +38,7 @@ use waf_core::{
 };
 
 use crate::client::{client_for, BoxError, ProxyBody};
+use crate::edge::{Entry, Ledger, Reason};
 use crate::headers;
 use crate::log::rfc3339;
 use crate::server::Shared;
@@ -56,6 +57,8 @@ pub struct ConnCtx {
     pub https: bool,
     /// The TLS SNI name, lower-cased.
     pub sni: Option<String>,
+    /// The edge's decisions on this connection's HTTP/1 request heads (`None` for HTTP/2).
+    pub ledger: Option<Arc<Ledger>>,
 }
 
 /// The response body type: the upstream's (or a generated) body, followed by logging.
@@ -100,6 +103,9 @@ struct Record {
     rule_ids: Vec<u64>,
     anomaly_score: i64,
     upstream: Option<String>,
+    /// Why the edge refused the request (`action` is then `refused`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
     #[serde(skip)]
     started: Instant,
     #[serde(skip)]
@@ -127,6 +133,7 @@ impl Record {
             rule_ids: Vec::new(),
             anomaly_score: 0,
             upstream: None,
+            reason: None,
             started,
             waf_time: Duration::ZERO,
             upstream_time: None,
@@ -141,6 +148,16 @@ pub async fn handle(
 ) -> Result<Response<ResBody>, Infallible> {
     let started = Instant::now();
     let state = conn.shared.state.load_full();
+    // The edge's decision on this head (HTTP/1 only; one entry per request, in order).
+    let edge = match &conn.ledger {
+        Some(l) if req.version() != http::Version::HTTP_2 => l.pop(),
+        _ => None,
+    };
+    let raw_target = match edge {
+        Some(Entry::Refuse(reason)) => return Ok(refused(reason, &conn, state, started)),
+        Some(Entry::Pass { raw_target }) => raw_target,
+        None => None,
+    };
     let host_name = request_host(&req).or_else(|| conn.sni.clone());
     let trusted = &state.config.trusted_proxies;
     let trusted_peer = trusted.contains(conn.peer.ip());
@@ -151,7 +168,10 @@ pub async fn handle(
         client_ip,
         host: host_name.clone().unwrap_or_default(),
         method: req.method().as_str().to_string(),
-        path: req.uri().path().to_string(),
+        path: match &raw_target {
+            Some(raw) => String::from_utf8_lossy(raw_path(raw)).into_owned(),
+            None => req.uri().path().to_string(),
+        },
         status: 0,
         bytes_in: 0,
         bytes_out: 0,
@@ -162,6 +182,7 @@ pub async fn handle(
         rule_ids: Vec::new(),
         anomaly_score: 0,
         upstream: None,
+        reason: None,
         started,
         waf_time: Duration::ZERO,
         upstream_time: None,
@@ -212,12 +233,19 @@ pub async fn handle(
                 hdrs.push((b"host", a.as_bytes()));
             }
         }
-        let uri = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        // The target as the client sent it, when the edge had to rewrite it for hyper.
+        let uri = match &raw_target {
+            Some(raw) => origin_form(raw),
+            None => parts
+                .uri
+                .path_and_query()
+                .map_or(&b"/"[..], |p| p.as_str().as_bytes()),
+        };
         let version = host::http_version(parts.version);
         let t = Instant::now();
         let v = tx.request_headers(&RequestHead::new(
             parts.method.as_str().as_bytes(),
-            uri.as_bytes(),
+            uri,
             version,
             &hdrs,
         ));
@@ -386,6 +414,55 @@ pub async fn handle(
     fin.rec.upstream_time = Some(up_started.elapsed());
     fin.rec.action = "error";
     Ok(fin.error_response(last_failure.0, last_failure.1))
+}
+
+/// The answer to a request the edge refused: its status, `Connection: close`, a log line
+/// with the reason, and the `waf_proxy_refused_total` metric.
+fn refused(
+    reason: Reason,
+    conn: &ConnCtx,
+    state: Arc<State>,
+    started: Instant,
+) -> Response<ResBody> {
+    conn.shared.metrics.refused(reason.as_str());
+    let mut rec = Record::blank(started);
+    rec.time = rfc3339(SystemTime::now());
+    rec.request_id = fallback_id();
+    rec.client_ip = conn.peer.ip();
+    rec.action = "refused";
+    rec.reason = Some(reason.as_str());
+    tracing::debug!(peer = %conn.peer, reason = reason.as_str(), "request refused at the edge");
+    let status = StatusCode::from_u16(reason.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut fin = Finish::new(conn, state, None, None, rec);
+    let mut resp = fin.error_response(status, "the request is malformed");
+    resp.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
+
+/// The path of a raw request target (origin or absolute form), without the query.
+fn raw_path(raw: &[u8]) -> &[u8] {
+    let t = origin_form(raw);
+    let end = t
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .unwrap_or(t.len());
+    &t[..end]
+}
+
+/// The path and query of a raw request target: absolute form loses its scheme and
+/// authority, as `http::Uri::path_and_query` does.
+fn origin_form(raw: &[u8]) -> &[u8] {
+    if raw.first() == Some(&b'/') {
+        return raw;
+    }
+    let Some(i) = raw.windows(3).position(|w| w == b"://") else {
+        return raw;
+    };
+    match raw[i + 3..].iter().position(|&b| b == b'/' || b == b'?') {
+        Some(p) => &raw[i + 3 + p..],
+        None => b"/",
+    }
 }
 
 /// Buffers the request body for the WAF, up to `limit` bytes.

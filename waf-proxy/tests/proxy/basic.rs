@@ -619,8 +619,8 @@ async fn malformed_hosts_and_requests_get_answers_not_crashes() {
             "{shown:?} -> {text}"
         );
     }
-    // Transfer-Encoding with Content-Length: chunked wins (RFC 9112 §6.3), and the stale
-    // length does not reach the upstream.
+    // Transfer-Encoding with Content-Length: refused, as RFC 9112 §6.3 allows (smuggling
+    // needs it); `edge.rs` has the whole table.
     let mut s = tokio::net::TcpStream::connect(proxy.http).await.unwrap();
     s.write_all(
         b"POST /echo HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 50\r\n\r\n2\r\nab\r\n0\r\n\r\n",
@@ -628,25 +628,9 @@ async fn malformed_hosts_and_requests_get_answers_not_crashes() {
     .await
     .unwrap();
     let mut got = Vec::new();
-    let mut buf = vec![0; 4096];
-    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await {
-        if n == 0 {
-            break;
-        }
-        got.extend_from_slice(&buf[..n]);
-        if String::from_utf8_lossy(&got).contains("x-forwarded-proto: http\n") {
-            break;
-        }
-    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut got)).await;
     let text = String::from_utf8_lossy(&got);
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    assert!(
-        text.contains("x-forwarded-proto: http\n"),
-        "the echo body: {text}"
-    );
-    assert!(text.contains("content-length: 2\n"), "{text}");
-    assert!(!text.contains("content-length: 50"), "{text}");
-    assert!(!text.contains("transfer-encoding"), "{text}");
+    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
 
     // Still serving.
     let r = send(

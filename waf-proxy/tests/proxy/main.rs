@@ -5,5 +5,6 @@ mod util;
 mod basic;
 mod cli;
 mod crs;
+mod edge;
 mod reload;
 mod tls;
