@@ -45,7 +45,9 @@
 //! tls = { cert = "example.pem", key = "example.key" }
 //! waf = { mode = "block", rules = ["rules/*.conf"] }  # or crs = "/path/crs", paranoia = 2;
 //!                                      # neither: the built-in default profile
-//! limits = { max_request_body = 10485760 }
+//! limits = { max_request_body = 10485760, max_response_buffer = 1048576 }
+//!                                      # max_response_buffer: response bytes held for
+//!                                      # phase 4 when its rules can block (see proxy.rs)
 //! headers = { hsts = "max-age=31536000", csp = "default-src 'self'" }
 //! cookies = { secure = true, http_only = true, same_site = "Lax" }
 //! forwarding = { x_forwarded = true, forwarded = true }
@@ -90,6 +92,8 @@ pub const DEFAULT_MAX_IDLE_PER_SERVER: usize = 64;
 /// Default request body limit (10 MiB): larger bodies get 413. Bodies the WAF inspects are
 /// buffered up to this size, so it is also the worst-case memory per request.
 pub const DEFAULT_MAX_REQUEST_BODY: u64 = 10 * 1024 * 1024;
+/// Default most response bytes held for phase 4 (1 MiB per request in flight).
+pub const DEFAULT_MAX_RESPONSE_BUFFER: u64 = 1024 * 1024;
 /// Default `Strict-Transport-Security` value, sent on HTTPS responses only.
 pub const DEFAULT_HSTS: &str = "max-age=31536000";
 
@@ -248,6 +252,9 @@ fn d_mode() -> String {
 fn d_body() -> u64 {
     DEFAULT_MAX_REQUEST_BODY
 }
+fn d_response_buffer() -> u64 {
+    DEFAULT_MAX_RESPONSE_BUFFER
+}
 fn d_hsts() -> Option<String> {
     Some(DEFAULT_HSTS.into())
 }
@@ -361,12 +368,19 @@ pub struct RawLimits {
     /// Largest request body in bytes (default 10 MiB); larger gets 413.
     #[serde(default = "d_body")]
     pub max_request_body: u64,
+    /// Most response bytes held back so that phase 4 can still replace the response, when
+    /// the host's rules can block in phase 4 and the response's type is inspected (default
+    /// 1 MiB). A longer body streams: what was held is sent, the rest follows, and phase 4
+    /// can then only log.
+    #[serde(default = "d_response_buffer")]
+    pub max_response_buffer: u64,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
+            max_response_buffer: DEFAULT_MAX_RESPONSE_BUFFER,
         }
     }
 }
@@ -636,6 +650,8 @@ pub struct HostConfig {
     pub waf: WafConfig,
     /// Request body limit.
     pub max_request_body: u64,
+    /// Response bytes held for a blocking phase 4.
+    pub max_response_buffer: u64,
     /// HSTS value.
     pub hsts: Option<String>,
     /// nosniff.
@@ -1014,6 +1030,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                     exclusions,
                 },
                 max_request_body: h.limits.max_request_body,
+                max_response_buffer: h.limits.max_response_buffer,
                 hsts: nonempty(hd.hsts),
                 content_type_options: hd.content_type_options,
                 frame_options: nonempty(hd.frame_options),

@@ -12,8 +12,13 @@
 //!    the request id.
 //! 4. `response_filter`: WAF phase 3 (may replace the response), security headers, cookie
 //!    rule, hop-by-hop headers stripped.
-//! 5. `response_body_filter`: the body streams to the client; when the WAF wants it, each
-//!    chunk is shown to it (phase 4 detects but cannot block once the head is sent).
+//! 5. `response_body_filter`: when the host's rules can block in phase 4
+//!    ([`waf_core::Waf::response_body_can_intervene`]) and the WAF inspects this response's
+//!    type (`SecResponseBodyMimeType`), the body is held up to the host's
+//!    `max_response_buffer` (1 MiB by default), phase 4 runs, and an intervention replaces
+//!    the whole response. A longer body is sent as it comes (what was held first) and phase
+//!    4, run at its end, can only log. Every other response streams through unbuffered;
+//!    when the WAF wants it, each chunk is shown to it as it passes.
 //! 6. `logging`: always runs, when the response body ends or is dropped: the access line,
 //!    the audit record, metrics.
 
@@ -375,7 +380,8 @@ pub async fn handle(
             Ok(Ok(resp)) => {
                 let d = up_started.elapsed();
                 fin.rec.upstream_time = Some(d);
-                return Ok(response_filter(resp, fin, host, &conn));
+                let timeout = upstream.config.read_timeout;
+                return Ok(response_filter(resp, fin, host, &conn, timeout).await);
             }
             Ok(Err(e)) if e.is_connect() => {
                 tracing::warn!(server = %server.authority, error = %e, "upstream connect failed; server marked down");
@@ -528,12 +534,13 @@ async fn read_body(
     Ok(buf.freeze())
 }
 
-/// WAF phase 3 and the response headers.
-fn response_filter(
+/// WAF phase 3, the response headers, and (when phase 4 can block) holding the body.
+async fn response_filter(
     resp: Response<Incoming>,
     mut fin: Finish,
     host: &Host,
     conn: &ConnCtx,
+    read_timeout: Duration,
 ) -> Response<ResBody> {
     let (mut parts, body) = resp.into_parts();
     let tx = fin
@@ -566,7 +573,49 @@ fn response_filter(
         parts.headers.insert("x-request-id", v);
     }
     fin.rec.status = parts.status.as_u16();
-    let body = body.map_err(BoxError::from).boxed();
+    let mut body = body.map_err(BoxError::from).boxed();
+    if fin.inspect_response && host.hold_responses {
+        let limit = host.config.max_response_buffer;
+        match hold(body, limit, read_timeout).await {
+            Held::Whole(bytes) => {
+                let tx = fin
+                    .tx
+                    .as_mut()
+                    .expect("invariant: response_filter runs with a transaction");
+                let t = Instant::now();
+                let mut v = tx.response_body(&bytes);
+                if matches!(v, Verdict::Continue) {
+                    v = tx.response_end();
+                }
+                fin.rec.waf_time += t.elapsed();
+                if let Verdict::Intervene(i) = v {
+                    return fin.block(&i);
+                }
+                fin.response_ended = true;
+                fin.inspect_response = false;
+                return Response::from_parts(
+                    parts,
+                    ResBody {
+                        inner: Full::new(bytes).map_err(|e| match e {}).boxed(),
+                        fin: Some(Box::new(fin)),
+                    },
+                );
+            }
+            Held::Partial(prefix, rest) => {
+                // Over the limit: what was held goes first, the rest streams; phase 4
+                // inspects it all as it goes, and can only log.
+                body = Prefixed {
+                    prefix: Some(prefix),
+                    rest,
+                }
+                .boxed();
+            }
+            Held::Failed(status, what) => {
+                fin.rec.action = "error";
+                return fin.error_response(status, what);
+            }
+        }
+    }
     Response::from_parts(
         parts,
         ResBody {
@@ -574,6 +623,79 @@ fn response_filter(
             fin: Some(Box::new(fin)),
         },
     )
+}
+
+/// A response body read for phase 4.
+enum Held {
+    /// All of it, within the limit.
+    Whole(Bytes),
+    /// The first bytes (over the limit with the next frame), and the rest of the body.
+    Partial(Bytes, ProxyBody),
+    /// The upstream failed or stalled mid-body.
+    Failed(StatusCode, &'static str),
+}
+
+/// Reads `body` until its end or past `limit` bytes, each frame within `timeout`. Trailers
+/// of a body read whole are dropped.
+async fn hold(mut body: ProxyBody, limit: u64, timeout: Duration) -> Held {
+    let mut buf = BytesMut::new();
+    loop {
+        if body.is_end_stream() {
+            return Held::Whole(buf.freeze());
+        }
+        let Ok(frame) = tokio::time::timeout(timeout, body.frame()).await else {
+            return Held::Failed(StatusCode::GATEWAY_TIMEOUT, "upstream response too slow");
+        };
+        match frame {
+            None => return Held::Whole(buf.freeze()),
+            Some(Err(_)) => return Held::Failed(StatusCode::BAD_GATEWAY, "upstream error"),
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                buf.extend_from_slice(&data);
+                if buf.len() as u64 > limit {
+                    return Held::Partial(buf.freeze(), body);
+                }
+            }
+        }
+    }
+}
+
+/// A body that starts with bytes already read.
+struct Prefixed {
+    prefix: Option<Bytes>,
+    rest: ProxyBody,
+}
+
+impl Body for Prefixed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(p) = self.prefix.take() {
+            return Poll::Ready(Some(Ok(Frame::data(p))));
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_none() && self.rest.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let rest = self.rest.size_hint();
+        let n = self.prefix.as_ref().map_or(0, |p| p.len() as u64);
+        let mut h = SizeHint::new();
+        if let Some(u) = rest.upper() {
+            h.set_upper(u.saturating_add(n));
+        }
+        h.set_lower(rest.lower().saturating_add(n));
+        h
+    }
 }
 
 fn add_host_headers(h: &mut http::HeaderMap, host: &Host, https: bool) {
@@ -697,7 +819,13 @@ impl Finish {
         if let Some(mut tx) = self.tx.take() {
             if !self.response_ended {
                 let t = Instant::now();
-                let _ = tx.response_end();
+                // The response has gone out: an intervention now can only be logged
+                // (action `detect`).
+                if let Verdict::Intervene(_) = tx.response_end() {
+                    if self.rec.action == "pass" {
+                        self.rec.action = "detect";
+                    }
+                }
                 self.rec.waf_time += t.elapsed();
             }
             let t = Instant::now();

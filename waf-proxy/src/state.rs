@@ -45,6 +45,9 @@ pub struct Host {
     pub security_headers: Vec<(http::HeaderName, HeaderValue)>,
     /// `Strict-Transport-Security`, added on HTTPS only.
     pub hsts: Option<HeaderValue>,
+    /// Phase 4 can block ([`Waf::response_body_can_intervene`]): inspected response
+    /// bodies are held up to `max_response_buffer` before they are sent.
+    pub hold_responses: bool,
 }
 
 /// An upstream group with its passive-health state.
@@ -147,6 +150,7 @@ impl State {
                 .hsts
                 .as_deref()
                 .and_then(|v| HeaderValue::from_str(v).ok());
+            let hold_responses = waf.response_body_can_intervene();
             hosts.push(Host {
                 config: h.clone(),
                 label: h.names.first().cloned().unwrap_or_default(),
@@ -154,6 +158,7 @@ impl State {
                 cert,
                 security_headers,
                 hsts,
+                hold_responses,
             });
         }
         let mut upstreams = Vec::new();
