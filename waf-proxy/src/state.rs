@@ -45,6 +45,10 @@ pub struct Host {
     pub security_headers: Vec<(http::HeaderName, HeaderValue)>,
     /// `Strict-Transport-Security`, added on HTTPS only.
     pub hsts: Option<HeaderValue>,
+    /// What every host adapter takes ([`waf_core::host::HostOptions`]): the trusted
+    /// proxies, the request id header and the request body limit (over it: 413, in every
+    /// mode, since the limit also bounds the proxy's memory).
+    pub options: waf_core::host::HostOptions,
     /// Phase 4 can block ([`Waf::response_body_can_intervene`]): inspected response
     /// bodies are held up to `max_response_buffer` before they are sent.
     pub hold_responses: bool,
@@ -151,6 +155,10 @@ impl State {
                 .as_deref()
                 .and_then(|v| HeaderValue::from_str(v).ok());
             let hold_responses = waf.response_body_can_intervene();
+            let mut options = waf_core::host::HostOptions::default();
+            options.trusted_proxies = config.trusted_proxies.clone();
+            options.request_body_limit = usize::try_from(h.max_request_body).unwrap_or(usize::MAX);
+            options.request_body_over_limit = waf_core::host::OverLimit::Reject;
             hosts.push(Host {
                 config: h.clone(),
                 label: h.names.first().cloned().unwrap_or_default(),
@@ -158,6 +166,7 @@ impl State {
                 cert,
                 security_headers,
                 hsts,
+                options,
                 hold_responses,
             });
         }
