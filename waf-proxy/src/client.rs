@@ -62,6 +62,9 @@ thread_local! {
 pub fn client_for(u: &UpstreamConfig) -> UpstreamClient {
     let key = (u.connect_timeout, u.idle_timeout, u.max_idle_per_server);
     CLIENTS.with(|c| {
+        if let Some(client) = c.borrow().get(&key) {
+            return client.clone();
+        }
         c.borrow_mut()
             .entry(key)
             .or_insert_with(|| {

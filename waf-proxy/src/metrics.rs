@@ -51,14 +51,41 @@ impl Histogram {
     }
 }
 
+/// FNV-1a: the per-request counter maps have short, trusted keys (configured host labels,
+/// static action names), so SipHash's DoS resistance buys nothing there and costs a
+/// measurable share of the WAF-off request path (benches/PROFILE.md).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Requests of one host by (status, action).
-type StatusCounts = HashMap<(u16, &'static str), u64>;
+type StatusCounts = FastMap<(u16, &'static str), u64>;
 
 /// All metrics of the process.
 #[derive(Debug, Default)]
 pub struct Metrics {
     /// host -> (status, action) -> count; looked up by `&str`, so no allocation per request.
-    requests: Mutex<HashMap<String, StatusCounts>>,
+    requests: Mutex<FastMap<String, StatusCounts>>,
     rule_hits: Mutex<HashMap<u64, u64>>,
     upstream_errors: Mutex<HashMap<(String, &'static str), u64>>,
     refused: Mutex<HashMap<&'static str, u64>>,

@@ -279,6 +279,7 @@ async fn serve_conn(
                 https: false,
                 sni: None,
                 ledger: Some(ledger.clone()),
+                peer_text: crate::headers::PeerText::new(peer.ip()),
             });
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
             let mut guarded = Guarded::new(stream, limits, ledger);
@@ -320,6 +321,7 @@ async fn serve_conn(
                 https: true,
                 sni,
                 ledger: ledger.clone(),
+                peer_text: crate::headers::PeerText::new(peer.ip()),
             });
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
             let result = match ledger {

@@ -33,10 +33,15 @@ pub(super) async fn filter(
     fin: &mut Finish,
 ) -> Result<Sent, Box<Response<ResBody>>> {
     let limit = host.options.request_body_limit as u64;
-    let tx = fin
-        .tx
-        .as_mut()
-        .expect("invariant: set by request::filter for a known host");
+    let Some(tx) = fin.tx.as_mut() else {
+        // The engine is off: the body streams, bounded by the limit.
+        if body.is_end_stream() {
+            return Ok(Sent::Replayable(Bytes::new()));
+        }
+        fin.rec.bytes_in = declared.unwrap_or(0);
+        let limited = Limited::new(body, limit as usize).map_err(BoxError::from);
+        return Ok(Sent::Stream(limited.boxed()));
+    };
     if body.is_end_stream() {
         let t = Instant::now();
         let v = tx.request_end();

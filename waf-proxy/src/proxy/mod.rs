@@ -40,6 +40,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::edge::Ledger;
+use crate::headers::PeerText;
 use crate::server::Shared;
 
 pub use logging::ResBody;
@@ -59,6 +60,8 @@ pub struct ConnCtx {
     pub sni: Option<String>,
     /// The edge's decisions on this connection's HTTP/1 request heads (`None` for HTTP/2).
     pub ledger: Option<Arc<Ledger>>,
+    /// The peer's address as the forwarding headers write it (formatted once).
+    pub peer_text: PeerText,
 }
 
 /// Serves one request. Never fails: every error becomes a response.

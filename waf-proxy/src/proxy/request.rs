@@ -10,12 +10,11 @@ use http::header;
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use waf_core::host;
-use waf_core::{ConnectionInfo, Verdict};
+use waf_core::{ConnectionInfo, EngineMode, Verdict};
 
 use super::logging::{fallback_id, Finish, Record, ResBody};
 use super::ConnCtx;
 use crate::edge::{Entry, Reason};
-use crate::log::rfc3339;
 use crate::state::State;
 
 /// A request that passed phase 1, with what the later stages need.
@@ -56,10 +55,10 @@ pub(super) fn filter(
     let trusted_peer = trusted.contains(conn.peer.ip());
     let client_ip = host::client_addr(conn.peer.ip(), req.headers(), trusted);
     let mut rec = Record::blank(started);
-    rec.time = rfc3339(SystemTime::now());
+    rec.time = SystemTime::now();
     rec.client_ip = client_ip;
     rec.host = host_name.clone().unwrap_or_default();
-    rec.method = req.method().as_str().to_string();
+    rec.method = req.method().clone();
     rec.path = match &raw_target {
         Some(raw) => String::from_utf8_lossy(raw_path(raw)).into_owned(),
         None => req.uri().path().to_string(),
@@ -88,17 +87,28 @@ pub(super) fn filter(
     }
     let host = &state.hosts[hi];
 
-    // WAF phase 1.
-    let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local);
-    let now = SystemTime::now();
+    // WAF phase 1; with the engine off there is no transaction at all (its setup and
+    // report cost more than the rest of the request path: benches/PROFILE.md).
     let id_header = &host.options.request_id_header;
     let trusted_id = host::request_id(req.headers(), trusted_peer, id_header);
+    let (parts, body) = req.into_parts();
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .map(|v| v.as_bytes().to_vec());
+    if host.waf.engine_mode() == EngineMode::Off {
+        rec.request_id = trusted_id.unwrap_or_else(fallback_id);
+        let mut fin = Finish::new(conn, state.clone(), Some(hi), None, rec);
+        fin.accept = accept;
+        return admit(parts, body, fin, hi, host, host_name);
+    }
+    let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local);
+    let now = SystemTime::now();
     let mut tx = match trusted_id.as_deref() {
         Some(id) => host.waf.transaction_with_id(&conn_info, now, id),
         None => host.waf.transaction(&conn_info, now),
     };
     rec.request_id = tx.unique_id().to_string();
-    let (parts, body) = req.into_parts();
     let verdict = {
         let hdrs = host::request_headers(&parts);
         let mut head = host::request_head(&parts, &hdrs);
@@ -112,14 +122,22 @@ pub(super) fn filter(
         v
     };
     let mut fin = Finish::new(conn, state.clone(), Some(hi), Some(tx), rec);
-    fin.accept = parts
-        .headers
-        .get(header::ACCEPT)
-        .map(|v| v.as_bytes().to_vec());
+    fin.accept = accept;
     if let Verdict::Intervene(i) = verdict {
         return Err(Box::new(fin.block(&i)));
     }
+    admit(parts, body, fin, hi, host, host_name)
+}
 
+/// The body limit on the declared length, then the request is admitted.
+fn admit(
+    parts: http::request::Parts,
+    body: Incoming,
+    mut fin: Finish,
+    hi: usize,
+    host: &crate::state::Host,
+    host_name: Option<String>,
+) -> Result<Admitted, Box<Response<ResBody>>> {
     // The body limit, on the declared length first.
     let declared = parts
         .headers
@@ -153,7 +171,7 @@ pub(super) fn refused(
 ) -> Response<ResBody> {
     conn.shared.metrics.refused(reason.as_str());
     let mut rec = Record::blank(started);
-    rec.time = rfc3339(SystemTime::now());
+    rec.time = SystemTime::now();
     rec.request_id = fallback_id();
     rec.client_ip = conn.peer.ip();
     rec.action = "refused";

@@ -30,21 +30,19 @@ pub(super) async fn filter(
     read_timeout: Duration,
 ) -> Response<ResBody> {
     let (mut parts, body) = resp.into_parts();
-    let tx = fin
-        .tx
-        .as_mut()
-        .expect("invariant: response_filter runs with a transaction");
-    let verdict = {
-        let hdrs = host::response_headers(&parts.headers);
-        let t = Instant::now();
-        let v = tx.response_headers(&host::response_head(parts.status, parts.version, &hdrs));
-        fin.rec.waf_time += t.elapsed();
-        v
-    };
-    if let Verdict::Intervene(i) = verdict {
-        return fin.block(&i);
+    if let Some(tx) = fin.tx.as_mut() {
+        let verdict = {
+            let hdrs = host::response_headers(&parts.headers);
+            let t = Instant::now();
+            let v = tx.response_headers(&host::response_head(parts.status, parts.version, &hdrs));
+            fin.rec.waf_time += t.elapsed();
+            v
+        };
+        if let Verdict::Intervene(i) = verdict {
+            return fin.block(&i);
+        }
+        fin.inspect_response = tx.wants_response_body();
     }
-    fin.inspect_response = tx.wants_response_body();
     headers::strip_hop_by_hop(&mut parts.headers);
     add_host_headers(&mut parts.headers, host, conn.https);
     headers::harden_cookies(&mut parts.headers, &host.config, conn.https);

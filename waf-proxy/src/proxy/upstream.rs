@@ -21,7 +21,7 @@ use crate::state::{Host, State};
 /// Sends the request upstream and hands the response to [`response::filter`], or answers
 /// with 502/504/413.
 pub(super) async fn forward(
-    parts: http::request::Parts,
+    mut parts: http::request::Parts,
     sent: Sent,
     mut fin: Finish,
     host: &Host,
@@ -41,9 +41,10 @@ pub(super) async fn forward(
     let path = parts
         .uri
         .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_string();
-    let mut base_headers = parts.headers.clone();
+        .cloned()
+        .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+    // The request's own headers become the upstream's (nothing later reads them).
+    let mut base_headers = std::mem::take(&mut parts.headers);
     headers::strip_hop_by_hop(&mut base_headers);
     // Framing to the upstream comes from the body we send (hyper sets Content-Length from
     // an exact size, else chunked), never from the client's header: a request that had
@@ -60,7 +61,7 @@ pub(super) async fn forward(
     headers::set_forwarding(
         &mut base_headers,
         &host.config,
-        conn.peer.ip(),
+        &conn.peer_text,
         trusted_peer,
         conn.https,
         original_host,
@@ -82,7 +83,7 @@ pub(super) async fn forward(
         let uri = match http::Uri::builder()
             .scheme("http")
             .authority(server.authority.clone())
-            .path_and_query(path.as_str())
+            .path_and_query(path.clone())
             .build()
         {
             Ok(u) => u,
@@ -97,7 +98,7 @@ pub(super) async fn forward(
         } else {
             base_headers.clone()
         };
-        fin.rec.upstream = Some(server.authority.to_string());
+        fin.rec.upstream = Some(server.authority.clone());
         let result =
             tokio::time::timeout(upstream.config.read_timeout, client.request(up_req)).await;
         match result {
