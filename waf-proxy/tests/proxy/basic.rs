@@ -682,3 +682,50 @@ async fn block_pages_are_sent_with_the_type_they_were_made_with() {
     assert_eq!(none.headers["content-type"], "text/html; charset=utf-8");
     assert!(serde_json::from_str::<serde_json::Value>(&none.body).is_err());
 }
+
+/// With the engine off there is no transaction: the request still gets a request id, the
+/// forwarding headers and the access-log line; an attack passes.
+#[tokio::test]
+async fn waf_off_still_ids_forwards_and_logs() {
+    let up = upstream();
+    let dir = temp_dir("waf-off");
+    let rules = rules_file(&dir);
+    let cfg = config(&[up.addr.to_string()], &rules, "", "")
+        .replace("mode = \"block\"", "mode = \"off\"")
+        .replace("access = \"off\"", "access = \"access.log\"");
+    let proxy = Proxy::start(&dir, &cfg);
+    let c = client();
+    let r = get(&c, &proxy.url("/echo?id=1%20UNION%20SELECT%20password")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.headers["x-request-id"].to_str().unwrap().to_string();
+    assert!(
+        r.body.contains(&format!("x-request-id: {id}\n")),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body.contains("x-forwarded-for: 127.0.0.1\n"),
+        "{}",
+        r.body
+    );
+    let r2 = get(&c, &proxy.url("/echo")).await;
+    assert_ne!(r2.headers["x-request-id"], r.headers["x-request-id"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(dir.join("access.log")).unwrap_or_default();
+        if let Some(line) = log.lines().next() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["request_id"], id.as_str());
+            assert_eq!(v["method"], "GET");
+            assert_eq!(v["action"], "pass");
+            assert!(v["time"].as_str().unwrap().ends_with('Z'), "{v}");
+            assert!(
+                v["upstream"].as_str().unwrap().starts_with("127.0.0.1:"),
+                "{v}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no access log line");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
