@@ -134,8 +134,10 @@ impl Finish {
         host: Option<usize>,
         tx: Option<Transaction>,
         rec: Record,
-    ) -> Finish {
-        Finish {
+    ) -> Box<Finish> {
+        // Boxed once here: the stages pass it on as a pointer, and the response body
+        // keeps it (moving the struct itself was ~1.5 k instructions per request).
+        Box::new(Finish {
             shared: conn.shared.clone(),
             state,
             host,
@@ -146,12 +148,12 @@ impl Finish {
             accept: None,
             done: false,
             https: conn.https,
-        }
+        })
     }
 
     /// A response the proxy makes itself (block page, limit, upstream failure).
     pub(super) fn generated(
-        mut self,
+        mut self: Box<Self>,
         status: StatusCode,
         mut headers: http::HeaderMap,
         body: String,
@@ -177,7 +179,7 @@ impl Finish {
         }
         let mut resp = Response::new(ResBody {
             inner: Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed(),
-            fin: Some(Box::new(self)),
+            fin: Some(self),
         });
         *resp.status_mut() = status;
         *resp.headers_mut() = headers;
@@ -214,10 +216,10 @@ impl Finish {
         fin.generated(page.status, headers, page.body)
     }
 
-    pub(super) fn take(&mut self) -> Finish {
+    pub(super) fn take(&mut self) -> Box<Finish> {
         let started = self.rec.started;
         self.done = true;
-        Finish {
+        Box::new(Finish {
             shared: self.shared.clone(),
             state: self.state.clone(),
             host: self.host,
@@ -228,7 +230,7 @@ impl Finish {
             accept: self.accept.take(),
             done: false,
             https: self.https,
-        }
+        })
     }
 
     /// `logging`: runs once per request, from `Drop`, so also when the client goes away

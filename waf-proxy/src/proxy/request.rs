@@ -21,7 +21,7 @@ use crate::state::State;
 pub(super) struct Admitted {
     pub(super) parts: http::request::Parts,
     pub(super) body: Incoming,
-    pub(super) fin: Finish,
+    pub(super) fin: Box<Finish>,
     /// Index of the host in `State::hosts`.
     pub(super) host: usize,
     /// The requested name (for `X-Forwarded-Host`).
@@ -133,7 +133,7 @@ pub(super) fn filter(
 fn admit(
     parts: http::request::Parts,
     body: Incoming,
-    mut fin: Finish,
+    mut fin: Box<Finish>,
     hi: usize,
     host: &crate::state::Host,
     host_name: Option<String>,

@@ -24,7 +24,7 @@ use crate::state::Host;
 /// WAF phase 3, the response headers, and (when phase 4 can block) holding the body.
 pub(super) async fn filter(
     resp: Response<Incoming>,
-    mut fin: Finish,
+    mut fin: Box<Finish>,
     host: &Host,
     conn: &ConnCtx,
     read_timeout: Duration,
@@ -76,7 +76,7 @@ pub(super) async fn filter(
                     parts,
                     ResBody {
                         inner: Full::new(bytes).map_err(|e| match e {}).boxed(),
-                        fin: Some(Box::new(fin)),
+                        fin: Some(fin),
                     },
                 );
             }
@@ -99,7 +99,7 @@ pub(super) async fn filter(
         parts,
         ResBody {
             inner: body,
-            fin: Some(Box::new(fin)),
+            fin: Some(fin),
         },
     )
 }

@@ -23,7 +23,7 @@ use crate::state::{Host, State};
 pub(super) async fn forward(
     mut parts: http::request::Parts,
     sent: Sent,
-    mut fin: Finish,
+    mut fin: Box<Finish>,
     host: &Host,
     state: &State,
     conn: &ConnCtx,
