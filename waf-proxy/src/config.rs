@@ -37,6 +37,10 @@
 //! idle_timeout_ms = 60000              # pooled idle connections are closed after this
 //! fail_timeout_ms = 10000              # a server that failed is skipped this long
 //! max_idle_per_server = 64
+//! # servers written "https://host:port" are reached over TLS, always verified:
+//! tls = { ca = "ca.pem", server_name = "app.internal", cert = "client.pem", key = "client.key" }
+//!                                      # ca defaults to the system bundle, server_name to
+//!                                      # the server's host; cert/key only for mutual TLS
 //!
 //! [[host]]
 //! names = ["example.com", "*.example.com"]   # Host header and SNI; "*" matches any
@@ -223,7 +227,29 @@ pub struct RawUpstream {
     /// Idle connections kept per server and worker (default 64).
     #[serde(default = "d_max_idle")]
     pub max_idle_per_server: usize,
+    /// TLS to the servers written `https://host:port` (default: the system's CA bundle,
+    /// the server's own name, no client certificate).
+    #[serde(default)]
+    pub tls: Option<RawUpstreamTls>,
 }
+
+/// `tls = { ca, server_name, cert, key }` of an upstream. Certificates are always verified.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstreamTls {
+    /// PEM bundle of the CAs to trust (default [`SYSTEM_CA_BUNDLE`]).
+    pub ca: Option<PathBuf>,
+    /// The name to send in SNI and to verify the certificate against (default: the
+    /// server's host).
+    pub server_name: Option<String>,
+    /// PEM client certificate chain, for upstreams that require one (with `key`).
+    pub cert: Option<PathBuf>,
+    /// PEM private key of `cert`.
+    pub key: Option<PathBuf>,
+}
+
+/// Where the system's CA bundle is on Debian (`ca-certificates`).
+pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 fn d_connect() -> u64 {
     DEFAULT_CONNECT_TIMEOUT_MS
@@ -553,6 +579,19 @@ pub struct UpstreamConfig {
     pub fail_timeout: Duration,
     /// Idle connections per server and worker.
     pub max_idle_per_server: usize,
+    /// TLS settings, used for the `https://` servers.
+    pub tls: UpstreamTls,
+}
+
+/// An upstream's TLS settings, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UpstreamTls {
+    /// The CA bundle to trust.
+    pub ca: PathBuf,
+    /// SNI and verification name; `None`: the server's host.
+    pub server_name: Option<String>,
+    /// Client certificate chain and key.
+    pub client: Option<(PathBuf, PathBuf)>,
 }
 
 /// WAF mode of a host.
@@ -848,6 +887,10 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                 errs.push(format!("{key}.servers"), "needs at least one server");
             }
             for (j, srv) in u.servers.iter().enumerate() {
+                let srv = srv
+                    .strip_prefix("https://")
+                    .or_else(|| srv.strip_prefix("http://"))
+                    .unwrap_or(srv);
                 let ok = srv
                     .rsplit_once(':')
                     .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
@@ -867,7 +910,37 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                     errs.push(format!("{key}.{name}"), "must be > 0");
                 }
             }
+            let raw_tls = u.tls.unwrap_or(RawUpstreamTls {
+                ca: None,
+                server_name: None,
+                cert: None,
+                key: None,
+            });
+            let client = match (raw_tls.cert, raw_tls.key) {
+                (Some(c), Some(k)) => Some((base.join(c), base.join(k))),
+                (None, None) => None,
+                _ => {
+                    errs.push(format!("{key}.tls"), "cert and key go together");
+                    None
+                }
+            };
+            if let Some(n) = &raw_tls.server_name {
+                if rustls::pki_types::ServerName::try_from(n.as_str()).is_err() {
+                    errs.push(
+                        format!("{key}.tls.server_name"),
+                        format!("{n:?} is not a DNS name or IP address"),
+                    );
+                }
+            }
+            let tls = UpstreamTls {
+                ca: raw_tls
+                    .ca
+                    .map_or_else(|| PathBuf::from(SYSTEM_CA_BUNDLE), |c| base.join(c)),
+                server_name: raw_tls.server_name,
+                client,
+            };
             upstreams.push(UpstreamConfig {
+                tls,
                 name: u.name,
                 servers: u.servers,
                 connect_timeout: Duration::from_millis(u.connect_timeout_ms),

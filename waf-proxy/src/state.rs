@@ -61,6 +61,8 @@ pub struct Upstream {
     pub config: UpstreamConfig,
     /// Its servers.
     pub servers: Vec<Server>,
+    /// The TLS client config, when a server is `https://`.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     next: AtomicUsize,
 }
 
@@ -69,6 +71,8 @@ pub struct Upstream {
 pub struct Server {
     /// `host:port`.
     pub authority: http::uri::Authority,
+    /// Written `https://host:port`: reached over TLS.
+    pub tls: bool,
     /// Milliseconds since [`epoch`] until which the server is skipped; 0 = healthy.
     down_until_ms: AtomicU64,
 }
@@ -174,17 +178,34 @@ impl State {
         for (i, u) in config.upstreams.iter().enumerate() {
             let mut servers = Vec::new();
             for s in &u.servers {
-                match s.parse::<http::uri::Authority>() {
+                let (tls, hostport) = match s.strip_prefix("https://") {
+                    Some(rest) => (true, rest),
+                    None => (false, s.strip_prefix("http://").unwrap_or(s)),
+                };
+                match hostport.parse::<http::uri::Authority>() {
                     Ok(authority) => servers.push(Server {
                         authority,
+                        tls,
                         down_until_ms: AtomicU64::new(0),
                     }),
                     Err(e) => errors.push(format!("upstream[{i}].servers: {s:?}: {e}")),
                 }
             }
+            let tls = if servers.iter().any(|s| s.tls) {
+                match crate::client::tls_connector(&u.tls) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        errors.push(format!("upstream[{i}].tls: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
             upstreams.push(Arc::new(Upstream {
                 config: u.clone(),
                 servers,
+                tls,
                 next: AtomicUsize::new(0),
             }));
         }

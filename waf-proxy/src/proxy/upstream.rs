@@ -35,7 +35,7 @@ pub(super) async fn forward(
     };
     // upstream_peer / upstream_request_filter.
     let upstream = state.upstreams[host.config.upstream].clone();
-    let client = client_for(&upstream.config);
+    let client = client_for(&upstream.config, upstream.tls.as_ref());
     let original_host = host_name;
     let trusted_peer = state.config.trusted_proxies.contains(conn.peer.ip());
     let path = parts
@@ -81,7 +81,7 @@ pub(super) async fn forward(
             (None, None) => break, // a streamed body cannot be sent twice
         };
         let uri = match http::Uri::builder()
-            .scheme("http")
+            .scheme(if server.tls { "https" } else { "http" })
             .authority(server.authority.clone())
             .path_and_query(path.clone())
             .build()

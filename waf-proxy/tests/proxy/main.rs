@@ -8,3 +8,4 @@ mod crs;
 mod edge;
 mod reload;
 mod tls;
+mod upstream_tls;
