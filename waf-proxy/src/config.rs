@@ -17,6 +17,8 @@
 //! max_request_head = 32768             # request line + headers, bytes: 431 past it
 //! max_request_line = 8192              # request line, bytes: 414 past it
 //! max_headers = 100                    # header fields: 431 past it
+//! websocket_idle_timeout_ms = 300000   # an upgraded connection (WebSocket) with no byte
+//!                                      # either way for this long is closed (default)
 //! trusted_proxies = ["10.0.0.0/8"]     # peers whose X-Forwarded-For we believe (default: none)
 //! reload_poll_ms = 1000                # check the file for changes; 0 = only SIGHUP
 //! shutdown_timeout_ms = 10000          # SIGTERM: stop accepting, let requests finish
@@ -65,6 +67,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use waf_core::host::TrustedProxies;
 
+/// Default idle timeout of an upgraded (WebSocket) connection: 5 minutes.
+pub const DEFAULT_WEBSOCKET_IDLE_TIMEOUT_MS: u64 = 300_000;
 /// Largest `max_request_head` accepted: hyper's read buffer must hold the head.
 pub const MAX_REQUEST_HEAD_CAP: usize = 256 * 1024;
 /// Largest `max_headers` accepted.
@@ -148,6 +152,9 @@ pub struct RawServer {
     pub max_request_line: usize,
     /// Most header fields in a request; 431 past it (default 100, at most 1000).
     pub max_headers: usize,
+    /// An upgraded connection (WebSocket) is closed after this long without a byte in
+    /// either direction, in ms (default 300000).
+    pub websocket_idle_timeout_ms: u64,
     /// Trusted proxy networks (CIDR or address; default none).
     pub trusted_proxies: Vec<String>,
     /// Config file poll interval in ms; 0 disables polling (default 1000).
@@ -167,6 +174,7 @@ impl Default for RawServer {
             max_request_head: crate::edge::DEFAULT_MAX_REQUEST_HEAD,
             max_request_line: crate::edge::DEFAULT_MAX_REQUEST_LINE,
             max_headers: crate::edge::DEFAULT_MAX_HEADERS,
+            websocket_idle_timeout_ms: DEFAULT_WEBSOCKET_IDLE_TIMEOUT_MS,
             trusted_proxies: Vec::new(),
             reload_poll_ms: DEFAULT_RELOAD_POLL_MS,
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -531,6 +539,8 @@ pub struct Config {
     pub body_read_timeout: Duration,
     /// Request head limits (the HTTP/1 edge).
     pub head_limits: crate::edge::HeadLimits,
+    /// Idle timeout of upgraded connections.
+    pub websocket_idle_timeout: Duration,
     /// Trusted proxies.
     pub trusted_proxies: TrustedProxies,
     /// File poll interval; `None` = SIGHUP only.
@@ -829,6 +839,9 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         }
         if s.body_read_timeout_ms == 0 {
             errs.push("server.body_read_timeout_ms", "must be > 0");
+        }
+        if s.websocket_idle_timeout_ms == 0 {
+            errs.push("server.websocket_idle_timeout_ms", "must be > 0");
         }
         if !(1024..=MAX_REQUEST_HEAD_CAP).contains(&s.max_request_head) {
             errs.push(
@@ -1135,6 +1148,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             workers,
             header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
             body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
+            websocket_idle_timeout: Duration::from_millis(s.websocket_idle_timeout_ms),
             head_limits: crate::edge::HeadLimits {
                 max_head: s.max_request_head,
                 max_line: s.max_request_line,

@@ -290,7 +290,7 @@ async fn serve_conn(
                 tracing::debug!(%peer, "no complete request head in time");
                 return;
             }
-            let conn = builder.serve_connection(TokioIo::new(guarded), svc);
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(guarded), svc);
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
@@ -335,7 +335,9 @@ async fn serve_conn(
                         return;
                     }
                     let io = TokioIo::new(guarded);
-                    watcher.watch(builder.serve_connection(io, svc)).await
+                    watcher
+                        .watch(builder.serve_connection_with_upgrades(io, svc))
+                        .await
                 }
                 None => {
                     builder = builder.http2_only();

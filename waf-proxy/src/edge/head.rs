@@ -119,6 +119,9 @@ pub enum Checked {
     Pass {
         /// The body's framing.
         framing: Framing,
+        /// An `Upgrade` request (`Connection: upgrade` and an `Upgrade` field): after its
+        /// head the connection may stop being HTTP/1.
+        upgrade: bool,
         /// When the request target had to be rewritten for the HTTP library: the head to
         /// hand on instead, and the target as the client sent it (what the WAF inspects).
         rewritten: Option<(Vec<u8>, Bytes)>,
@@ -179,6 +182,7 @@ fn check_inner(head: &[u8], limits: &HeadLimits) -> Result<Checked, Reason> {
     let (mut count, mut cl, mut te, mut hosts) = (0usize, None::<u64>, 0usize, 0usize);
     let mut cl_seen = false;
     let mut te_chunked = true;
+    let (mut upgrade_field, mut connection_upgrade) = (false, false);
     for l in lines.by_ref() {
         if l.is_empty() {
             break;
@@ -222,6 +226,12 @@ fn check_inner(head: &[u8], limits: &HeadLimits) -> Result<Checked, Reason> {
                 return Err(Reason::DuplicateTransferEncoding);
             }
             te_chunked = value.eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"upgrade") {
+            upgrade_field = true;
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            connection_upgrade |= value
+                .split(|&b| b == b',')
+                .any(|t| trim(t).eq_ignore_ascii_case(b"upgrade"));
         } else if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
             if hosts > 1 {
@@ -258,7 +268,11 @@ fn check_inner(head: &[u8], limits: &HeadLimits) -> Result<Checked, Reason> {
         h.extend_from_slice(&head[t_start + target.len()..]);
         (h, Bytes::copy_from_slice(target))
     });
-    Ok(Checked::Pass { framing, rewritten })
+    Ok(Checked::Pass {
+        framing,
+        rewritten,
+        upgrade: upgrade_field && connection_upgrade,
+    })
 }
 
 /// The target percent-encoded where the `http` crate's URI parser would refuse it (`"` and

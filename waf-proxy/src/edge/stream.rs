@@ -134,7 +134,11 @@ impl<S> Guarded<S> {
                     let head = self.raw.split_to(end);
                     match check(&head, &self.limits) {
                         Checked::Refuse(r) => self.refuse(r),
-                        Checked::Pass { framing, rewritten } => {
+                        Checked::Pass {
+                            framing,
+                            rewritten,
+                            upgrade,
+                        } => {
                             let raw_target = match rewritten {
                                 Some((new_head, raw)) => {
                                     self.emit(BytesMut::from(&new_head[..]));
@@ -146,10 +150,18 @@ impl<S> Guarded<S> {
                                 }
                             };
                             self.ledger.push(Entry::Pass { raw_target });
-                            self.state = match framing {
-                                Framing::None => State::Head { first: false },
-                                Framing::Length(n) => State::Body(n),
-                                Framing::Chunked => State::ChunkSize,
+                            // After an Upgrade request the bytes may be another protocol
+                            // (WebSocket): they pass unchecked. The proxy closes the
+                            // connection after any answer but 101, so no HTTP/1 request
+                            // follows unchecked.
+                            self.state = if upgrade {
+                                State::Through
+                            } else {
+                                match framing {
+                                    Framing::None => State::Head { first: false },
+                                    Framing::Length(n) => State::Body(n),
+                                    Framing::Chunked => State::ChunkSize,
+                                }
                             };
                         }
                     }

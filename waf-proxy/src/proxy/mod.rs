@@ -69,11 +69,26 @@ pub async fn handle(
     req: Request<Incoming>,
     conn: Arc<ConnCtx>,
 ) -> Result<Response<ResBody>, Infallible> {
+    // An HTTP/1 `Upgrade` request answered with anything but 101 ends its connection: the
+    // edge stopped checking this connection's bytes after its head.
+    let upgrade = req.version() != http::Version::HTTP_2
+        && crate::headers::upgrade_of(req.headers()).is_some();
+    let mut resp = serve(req, conn).await;
+    if upgrade && resp.status() != http::StatusCode::SWITCHING_PROTOCOLS {
+        resp.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
+    Ok(resp)
+}
+
+async fn serve(req: Request<Incoming>, conn: Arc<ConnCtx>) -> Response<ResBody> {
     let started = Instant::now();
     let state = conn.shared.state.load_full();
     let admitted = match request::filter(req, &conn, &state, started) {
         Ok(a) => a,
-        Err(resp) => return Ok(*resp),
+        Err(resp) => return *resp,
     };
     let request::Admitted {
         parts,
@@ -86,7 +101,7 @@ pub async fn handle(
     let host = &state.hosts[host];
     let sent = match body::filter(body, host, &state, declared, &mut fin).await {
         Ok(s) => s,
-        Err(resp) => return Ok(*resp),
+        Err(resp) => return *resp,
     };
-    Ok(upstream::forward(parts, sent, fin, host, &state, &conn, &host_name).await)
+    upstream::forward(parts, sent, fin, host, &state, &conn, &host_name).await
 }

@@ -4,12 +4,14 @@
 //! response head within `read_timeout` gives 504, any other failure 502; both carry the
 //! request id.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::body::Sent;
 use super::logging::{Finish, ResBody};
@@ -45,7 +47,16 @@ pub(super) async fn forward(
         .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
     // The request's own headers become the upstream's (nothing later reads them).
     let mut base_headers = std::mem::take(&mut parts.headers);
+    // `Upgrade` (WebSocket): the one hop-by-hop exchange passed on, then bytes relayed.
+    let upgrade = headers::upgrade_of(&base_headers);
+    let mut client_upgrade = upgrade
+        .as_ref()
+        .and_then(|_| parts.extensions.remove::<hyper::upgrade::OnUpgrade>());
     headers::strip_hop_by_hop(&mut base_headers);
+    if let Some(u) = &upgrade {
+        base_headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        base_headers.insert(header::UPGRADE, u.clone());
+    }
     // Framing to the upstream comes from the body we send (hyper sets Content-Length from
     // an exact size, else chunked), never from the client's header: a request that had
     // both Transfer-Encoding and Content-Length (RFC 9112 §6.3: chunked wins) must not
@@ -102,11 +113,33 @@ pub(super) async fn forward(
         let result =
             tokio::time::timeout(upstream.config.read_timeout, client.request(up_req)).await;
         match result {
-            Ok(Ok(resp)) => {
+            Ok(Ok(mut resp)) => {
                 let d = up_started.elapsed();
                 fin.rec.upstream_time = Some(d);
                 let timeout = upstream.config.read_timeout;
-                return response::filter(resp, fin, host, conn, timeout).await;
+                let switched = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+                let Some(on_client) = client_upgrade.take().filter(|_| switched) else {
+                    return response::filter(resp, fin, host, conn, timeout).await;
+                };
+                // 101: once both sides have switched, relay bytes until either closes or
+                // nothing moves for the idle timeout. Phase 3 still sees the 101; if it
+                // blocks, the client never switches and the relay ends.
+                let on_upstream = hyper::upgrade::on(&mut resp);
+                let token = resp.headers().get(header::UPGRADE).cloned();
+                tokio::spawn(relay(
+                    on_client,
+                    on_upstream,
+                    state.config.websocket_idle_timeout,
+                ));
+                let mut out = response::filter(resp, fin, host, conn, timeout).await;
+                if out.status() == StatusCode::SWITCHING_PROTOCOLS {
+                    let h = out.headers_mut();
+                    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+                    if let Some(t) = token {
+                        h.insert(header::UPGRADE, t);
+                    }
+                }
+                return out;
             }
             Ok(Err(e)) if e.is_connect() => {
                 tracing::warn!(server = %server.authority, error = %e, "upstream connect failed; server marked down");
@@ -155,4 +188,38 @@ fn is_length_limit(e: &hyper_util::client::legacy::Error) -> bool {
         src = s.source();
     }
     false
+}
+
+/// Relays bytes both ways between an upgraded client connection and an upgraded upstream
+/// one, until either side ends or neither sends anything for `idle`.
+async fn relay(
+    client: hyper::upgrade::OnUpgrade,
+    upstream: hyper::upgrade::OnUpgrade,
+    idle: Duration,
+) {
+    let (Ok(client), Ok(upstream)) = (client.await, upstream.await) else {
+        return;
+    };
+    let (mut cr, mut cw) = tokio::io::split(TokioIo::new(client));
+    let (mut ur, mut uw) = tokio::io::split(TokioIo::new(upstream));
+    let mut cbuf = vec![0u8; 16 * 1024];
+    let mut ubuf = vec![0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            r = cr.read(&mut cbuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => if uw.write_all(&cbuf[..n]).await.is_err() { break },
+            },
+            r = ur.read(&mut ubuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => if cw.write_all(&ubuf[..n]).await.is_err() { break },
+            },
+            _ = tokio::time::sleep(idle) => {
+                tracing::debug!("upgraded connection idle: closed");
+                break;
+            }
+        }
+    }
+    let _ = cw.shutdown().await;
+    let _ = uw.shutdown().await;
 }

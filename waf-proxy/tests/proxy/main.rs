@@ -9,3 +9,4 @@ mod edge;
 mod reload;
 mod tls;
 mod upstream_tls;
+mod websocket;
