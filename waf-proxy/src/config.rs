@@ -43,6 +43,8 @@
 //! tls = { ca = "ca.pem", server_name = "app.internal", cert = "client.pem", key = "client.key" }
 //!                                      # ca defaults to the system bundle, server_name to
 //!                                      # the server's host; cert/key only for mutual TLS
+//! health = { path = "/healthz", interval_ms = 5000, timeout_ms = 2000, expect_status = 200,
+//!            rise = 2, fall = 3 }      # active checks (default: none; passive always on)
 //!
 //! [[host]]
 //! names = ["example.com", "*.example.com"]   # Host header and SNI; "*" matches any
@@ -239,6 +241,72 @@ pub struct RawUpstream {
     /// the server's own name, no client certificate).
     #[serde(default)]
     pub tls: Option<RawUpstreamTls>,
+    /// Active health checks (default: none; passive checks always run).
+    #[serde(default)]
+    pub health: Option<RawHealth>,
+}
+
+/// `health = { path, interval_ms, timeout_ms, expect_status, rise, fall }`: every
+/// `interval_ms` each server gets `GET path`; `fall` failures in a row (no answer within
+/// `timeout_ms`, or another status than `expect_status`) take it out of rotation, `rise`
+/// successes in a row put it back.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHealth {
+    /// The path to request (default `/`).
+    #[serde(default = "d_health_path")]
+    pub path: String,
+    /// Time between checks of a server, in ms (default 5000).
+    #[serde(default = "d_health_interval")]
+    pub interval_ms: u64,
+    /// Longest wait for the answer, in ms (default 2000).
+    #[serde(default = "d_health_timeout")]
+    pub timeout_ms: u64,
+    /// The status a healthy server answers (default 200).
+    #[serde(default = "d_health_status")]
+    pub expect_status: u16,
+    /// Successes in a row that bring a server back (default 2).
+    #[serde(default = "d_health_rise")]
+    pub rise: u32,
+    /// Failures in a row that take a server out (default 3).
+    #[serde(default = "d_health_fall")]
+    pub fall: u32,
+}
+
+fn d_health_path() -> String {
+    "/".into()
+}
+fn d_health_interval() -> u64 {
+    5000
+}
+fn d_health_timeout() -> u64 {
+    2000
+}
+fn d_health_status() -> u16 {
+    200
+}
+fn d_health_rise() -> u32 {
+    2
+}
+fn d_health_fall() -> u32 {
+    3
+}
+
+/// An upstream's active health check, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCheck {
+    /// `GET` this path.
+    pub path: http::uri::PathAndQuery,
+    /// Between checks.
+    pub interval: Duration,
+    /// Answer timeout.
+    pub timeout: Duration,
+    /// Healthy status.
+    pub expect_status: u16,
+    /// Successes to come back.
+    pub rise: u32,
+    /// Failures to go out.
+    pub fall: u32,
 }
 
 /// `tls = { ca, server_name, cert, key }` of an upstream. Certificates are always verified.
@@ -591,6 +659,8 @@ pub struct UpstreamConfig {
     pub max_idle_per_server: usize,
     /// TLS settings, used for the `https://` servers.
     pub tls: UpstreamTls,
+    /// Active health check, if configured.
+    pub health: Option<HealthCheck>,
 }
 
 /// An upstream's TLS settings, validated.
@@ -952,7 +1022,35 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                 server_name: raw_tls.server_name,
                 client,
             };
+            let health = u.health.and_then(|h| {
+                let k = format!("{key}.health");
+                let path = match h.path.parse::<http::uri::PathAndQuery>() {
+                    Ok(p) if h.path.starts_with('/') => Some(p),
+                    _ => {
+                        errs.push(format!("{k}.path"), format!("{:?} is not a path", h.path));
+                        None
+                    }
+                };
+                if h.interval_ms == 0 || h.timeout_ms == 0 {
+                    errs.push(k.clone(), "interval_ms and timeout_ms must be > 0");
+                }
+                if h.rise == 0 || h.fall == 0 {
+                    errs.push(k.clone(), "rise and fall must be > 0");
+                }
+                if !(100..=599).contains(&h.expect_status) {
+                    errs.push(format!("{k}.expect_status"), "must be 100..=599");
+                }
+                Some(HealthCheck {
+                    path: path?,
+                    interval: Duration::from_millis(h.interval_ms),
+                    timeout: Duration::from_millis(h.timeout_ms),
+                    expect_status: h.expect_status,
+                    rise: h.rise,
+                    fall: h.fall,
+                })
+            });
             upstreams.push(UpstreamConfig {
+                health,
                 tls,
                 name: u.name,
                 servers: u.servers,

@@ -31,6 +31,7 @@ pub mod config;
 pub mod demo;
 pub mod edge;
 pub mod headers;
+pub mod health;
 pub mod log;
 pub mod metrics;
 pub mod profile;

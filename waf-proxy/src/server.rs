@@ -361,6 +361,7 @@ async fn control(
     if let Some(l) = admin {
         tokio::spawn(admin_loop(shared.clone(), TcpListener::from_std(l)?));
     }
+    tokio::spawn(crate::health::run(shared.clone()));
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut last_seen = watch.as_deref().and_then(file_stamp);
@@ -479,7 +480,7 @@ fn admin(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                 shared.access_log.dropped(),
                 shared.audit_log.dropped()
             ));
-            extra.push_str("# HELP waf_proxy_upstream_server_up Passive health: 1 when the server is in rotation.\n# TYPE waf_proxy_upstream_server_up gauge\n");
+            extra.push_str("# HELP waf_proxy_upstream_server_up Passive and active health: 1 when the server is in rotation.\n# TYPE waf_proxy_upstream_server_up gauge\n");
             for u in &state.upstreams {
                 for (i, s) in u.servers.iter().enumerate() {
                     extra.push_str(&format!(

@@ -73,6 +73,10 @@ pub struct Server {
     pub authority: http::uri::Authority,
     /// Written `https://host:port`: reached over TLS.
     pub tls: bool,
+    /// Active health: out of rotation until `rise` checks pass.
+    active_down: std::sync::atomic::AtomicBool,
+    /// Active health: checks passed (positive) or failed (negative) in a row.
+    streak: std::sync::atomic::AtomicI64,
     /// Milliseconds since [`epoch`] until which the server is skipped; 0 = healthy.
     down_until_ms: AtomicU64,
 }
@@ -96,7 +100,10 @@ impl Upstream {
         // n > 0 (config validation); with n == 0 the ring below is empty.
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n.max(1);
         let now = now_ms();
-        let up = move |i: &usize| self.servers[*i].down_until_ms.load(Ordering::Relaxed) <= now;
+        let up = move |i: &usize| {
+            let s = &self.servers[*i];
+            s.down_until_ms.load(Ordering::Relaxed) <= now && !s.active_down.load(Ordering::Relaxed)
+        };
         let ring = move || (0..n).map(move |k| (start + k) % n);
         ring().filter(up).chain(ring().filter(move |i| !up(i)))
     }
@@ -109,9 +116,35 @@ impl Upstream {
             .store(until, Ordering::Relaxed);
     }
 
-    /// Whether server `i` is currently skipped.
+    /// Whether server `i` is currently skipped (passive or active health).
     pub fn is_down(&self, i: usize) -> bool {
-        self.servers[i].down_until_ms.load(Ordering::Relaxed) > now_ms()
+        let s = &self.servers[i];
+        s.down_until_ms.load(Ordering::Relaxed) > now_ms() || s.active_down.load(Ordering::Relaxed)
+    }
+
+    /// Active health: records one check of server `i`; returns `Some(up)` when this check
+    /// changed the server's state (`fall` failures in a row take it out, `rise` successes
+    /// in a row bring it back).
+    pub fn record_check(&self, i: usize, ok: bool, rise: u32, fall: u32) -> Option<bool> {
+        let s = &self.servers[i];
+        let prev = s.streak.load(Ordering::Relaxed);
+        let streak = match (ok, prev > 0) {
+            (true, true) => prev + 1,
+            (true, false) => 1,
+            (false, false) => prev - 1,
+            (false, true) => -1,
+        };
+        s.streak.store(streak, Ordering::Relaxed);
+        let down = s.active_down.load(Ordering::Relaxed);
+        if down && streak >= i64::from(rise) {
+            s.active_down.store(false, Ordering::Relaxed);
+            return Some(true);
+        }
+        if !down && -streak >= i64::from(fall) {
+            s.active_down.store(true, Ordering::Relaxed);
+            return Some(false);
+        }
+        None
     }
 }
 
@@ -186,6 +219,8 @@ impl State {
                     Ok(authority) => servers.push(Server {
                         authority,
                         tls,
+                        active_down: std::sync::atomic::AtomicBool::new(false),
+                        streak: std::sync::atomic::AtomicI64::new(0),
                         down_until_ms: AtomicU64::new(0),
                     }),
                     Err(e) => errors.push(format!("upstream[{i}].servers: {s:?}: {e}")),

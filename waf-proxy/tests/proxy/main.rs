@@ -6,6 +6,7 @@ mod basic;
 mod cli;
 mod crs;
 mod edge;
+mod health;
 mod reload;
 mod tls;
 mod upstream_tls;
