@@ -1,8 +1,8 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 90 % of
-//! its attacks or over 0.5 % of its benign requests, so a rule change that regresses either
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 90.5 % of
+//! its attacks or over 0.3 % of its benign requests, so a rule change that regresses either
 //! fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
 
@@ -205,13 +205,13 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.90,
-        "detection {:.4} < 0.90",
+        s.detection_rate() >= 0.905,
+        "detection {:.4} < 0.905",
         s.detection_rate()
     );
     assert!(
-        s.false_positive_rate() <= 0.005,
-        "false positives {:.4} > 0.005",
+        s.false_positive_rate() <= 0.003,
+        "false positives {:.4} > 0.003",
         s.false_positive_rate()
     );
 }
