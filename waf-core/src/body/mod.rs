@@ -22,9 +22,13 @@
 //! 140,000 pairs in 51 ms; 0.98 MB XML with 30,000 attributes in 15 ms; 1.24 MB multipart
 //! body with 2,000 parts in 6 ms.
 
+pub(crate) mod charset;
+pub(crate) mod content_encoding;
 pub(crate) mod cookie;
+mod ebcdic;
 pub(crate) mod json;
 pub(crate) mod multipart;
+pub(crate) mod sniff;
 pub(crate) mod urlencoded;
 pub(crate) mod xml;
 
