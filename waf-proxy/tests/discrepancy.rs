@@ -12,6 +12,8 @@ use waf_proxy::profile;
 use waf_proxy::replay::{inspect, parse_raw_http};
 
 const XSS: &str = "<script>alert(1)</script>";
+/// The XSS payload as XML text (escaped, so the document stays well-formed).
+const XSS_XML: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
 
 fn default_waf() -> &'static Waf {
     static W: OnceLock<Waf> = OnceLock::new();
@@ -511,6 +513,22 @@ fn ambiguous_shapes_are_refused() {
         &raw(&format!("{POST}{MP}"), &two_cd),
         400,
     );
+    assert_status(
+        "two different Content-Types",
+        &raw(
+            &format!("{POST}\nContent-Type: application/x-www-form-urlencoded\nContent-Type: application/json"),
+            br#"{"q":"x"}"#,
+        ),
+        400,
+    );
+    assert_status(
+        "two different Content-Encodings",
+        &raw(
+            &format!("{POST}\nContent-Type: application/x-www-form-urlencoded\nContent-Encoding: gzip\nContent-Encoding: br"),
+            b"q=1",
+        ),
+        400,
+    );
 }
 
 #[test]
@@ -576,6 +594,39 @@ fn limits_refuse_or_inspect_everything() {
     assert_status(
         "1001 parts",
         &raw(&format!("{POST}{MP}"), &multipart(&refs)),
+        400,
+    );
+    // JSON that arrives as text/plain gets the same limits, and is refused past them.
+    let big_array = format!("[{}\"{XSS}\"]", "1,".repeat(1000));
+    assert_status(
+        "text/plain JSON over the argument limit",
+        &raw(
+            &format!("{POST}\nContent-Type: text/plain"),
+            big_array.as_bytes(),
+        ),
+        400,
+    );
+    // XML: depth 1024 (DEFAULT_XML_DEPTH_LIMIT) inspected, deeper refused.
+    let xml = format!("{POST}\nContent-Type: application/xml");
+    let nest = |n: usize| format!("{}{XSS_XML}{}", "<a>".repeat(n), "</a>".repeat(n));
+    assert_status(
+        "XML depth 100 with XSS",
+        &raw(&xml, nest(100).as_bytes()),
+        403,
+    );
+    assert_status("XML depth 1025", &raw(&xml, nest(1025).as_bytes()), 400);
+    // Multipart part headers: 32 per part accepted, 33 refused.
+    let many = |n: usize| {
+        let mut h = String::from("Content-Disposition: form-data; name=\"a\"");
+        for i in 1..n {
+            h.push_str(&format!("\nX-H{i}: v"));
+        }
+        multipart(&[(&h, b"1")])
+    };
+    assert_passed("32 part headers", &raw(&format!("{POST}{MP}"), &many(32)));
+    assert_status(
+        "33 part headers",
+        &raw(&format!("{POST}{MP}"), &many(33)),
         400,
     );
     // Body size: over the limit refused with 413 before any processing.

@@ -22,6 +22,39 @@
 //! 140,000 pairs in 51 ms; 0.98 MB XML with 30,000 attributes in 15 ms; 1.24 MB multipart
 //! body with 2,000 parts in 6 ms.
 
+//! # Inspected as the application reads it, or refused (issue 13)
+//!
+//! Before a processor runs, the engine (`eval::Transaction::process_request_body`) turns
+//! the body into what the backend will parse: `Content-Encoding` decoded
+//! ([`content_encoding`]), the declared charset or a BOM decoded to UTF-8 ([`charset`]), and
+//! a body that is JSON (or a form) inspected as such whatever its label ([`sniff`]).
+//! Multipart parts get their `Content-Transfer-Encoding` and charset undone
+//! (`multipart::decode_part`), XML internal entities are expanded within limits
+//! ([`xml`]), quoted cookie values are unquoted ([`cookie`]), and `t:urlDecodeUni` folds
+//! values to NFKC. Shapes that frameworks accept are parsed: media types and the
+//! `boundary` parameter in any case, transport padding after a boundary, a BOM before
+//! JSON, RFC 2231 `boundary*` and RFC 5987 `filename*`.
+//!
+//! Refused with 400 whatever the rules say (a [`crate::Verdict`] from the core, with
+//! `REQBODY_ERROR` set for the log), because no single reading can be inspected or the
+//! input would otherwise be dropped uninspected:
+//!
+//! | shape | why |
+//! |---|---|
+//! | two different `Content-Type` or `Content-Encoding` headers | the backend may read either |
+//! | two `boundary` parameters; two `Content-Disposition` (or any header twice) in a part | ambiguous framing |
+//! | an unknown charset, transfer encoding or content coding; a corrupt compressed stream | cannot be decoded |
+//! | a decoded body over the body limit or 100× its compressed size (past 1 MiB) | decompression bomb |
+//! | more arguments than `SecArgumentsLimit` (query string or body) | the rest would be dropped |
+//! | JSON deeper than `SecRequestBodyJsonDepthLimit`, or with argument names over their budget | idem |
+//! | XML deeper than 1024, or entity expansion past its limits | idem |
+//! | more multipart parts than 1000, more than 32 headers in a part, a part header line over 4096 bytes | idem |
+//!
+//! A body over `SecRequestBodyLimit` is refused with 413 (`SecRequestBodyLimitAction
+//! Reject`, both profiles); `ProcessPartial` is an explicit opt-in to inspect only the
+//! first part. Malformed bodies (bad JSON, XML or multipart syntax) set `REQBODY_ERROR`
+//! as in ModSecurity, and both profiles deny those with 400 by rule (100010, 200002).
+
 pub(crate) mod charset;
 pub(crate) mod content_encoding;
 pub(crate) mod cookie;

@@ -290,6 +290,27 @@ impl TxState {
             .or_else(|| self.default_body_processor());
         let mut body = std::mem::take(&mut self.data.request_body);
         if !body.is_empty() {
+            // Two different Content-Type or Content-Encoding headers: the backend may
+            // read either, so no single reading can be inspected (issue 13). Refuse.
+            for name in [&b"content-type"[..], b"content-encoding"] {
+                let mut values = self
+                    .data
+                    .request_headers
+                    .iter()
+                    .filter(|p| p.key.eq_ignore_ascii_case(name))
+                    .map(|p| p.value.trim_ascii());
+                if let Some(first) = values.next() {
+                    if values.any(|v| !v.eq_ignore_ascii_case(first)) {
+                        self.data.body_processor = processor;
+                        self.data.request_body = body;
+                        self.refuse_body(format!(
+                            "Conflicting {} headers",
+                            String::from_utf8_lossy(name)
+                        ));
+                        return;
+                    }
+                }
+            }
             if let Some(coding) = self.header(b"content-encoding").map(<[u8]>::to_vec) {
                 match body::content_encoding::decode(&coding, body, self.request_body_limit) {
                     Ok(decoded) => body = decoded,
@@ -336,14 +357,27 @@ impl TxState {
             {
                 let config = &self.program.config;
                 let mut pairs = Vec::new();
-                if body::json::parse(
+                let parsed = body::json::parse(
                     &body,
                     config.json_depth_limit,
                     config.arguments_limit,
                     &mut pairs,
-                )
-                .is_ok()
-                {
+                );
+                if let Err(msg) = &parsed {
+                    // Too large to inspect as JSON: refuse rather than let it through as
+                    // opaque text. (A syntax error only means it is not JSON.)
+                    if msg.contains("depth limit")
+                        || msg.contains("too many arguments")
+                        || msg.contains("argument names too long")
+                    {
+                        let msg = msg.clone();
+                        self.data.body_processor = processor;
+                        self.data.request_body = body;
+                        self.refuse_body(msg);
+                        return;
+                    }
+                }
+                if parsed.is_ok() {
                     self.data
                         .args_post
                         .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
@@ -490,7 +524,11 @@ impl TxState {
                     strict_error,
                 };
                 if let Some(msg) = mp.error {
-                    if msg.contains("Part limit exceeded") {
+                    if msg.contains("Part limit exceeded")
+                        || msg.contains("Too many part headers")
+                        || msg.contains("Part header line over")
+                        || msg.contains("Part header too long")
+                    {
                         self.refuse_body(msg);
                     } else {
                         self.set_body_error(msg);
