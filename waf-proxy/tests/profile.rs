@@ -2,7 +2,7 @@
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
 //! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 91 % of
-//! its attacks or over 0.3 % of its benign requests, so a rule change that regresses either
+//! its attacks or over 0.25 % of its benign requests, so a rule change that regresses either
 //! fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
 
@@ -210,8 +210,8 @@ fn default_profile_dataset_rates() {
         s.detection_rate()
     );
     assert!(
-        s.false_positive_rate() <= 0.003,
-        "false positives {:.4} > 0.003",
+        s.false_positive_rate() <= 0.0025,
+        "false positives {:.4} > 0.0025",
         s.false_positive_rate()
     );
 }
