@@ -1,7 +1,7 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 91 % of
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 91.5 % of
 //! its attacks or over 0.25 % of its benign requests, so a rule change that regresses either
 //! fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
@@ -205,8 +205,8 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.91,
-        "detection {:.4} < 0.91",
+        s.detection_rate() >= 0.915,
+        "detection {:.4} < 0.915",
         s.detection_rate()
     );
     assert!(
