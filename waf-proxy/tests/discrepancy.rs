@@ -143,6 +143,14 @@ fn json_is_inspected_as_json_whatever_its_label() {
 }
 
 #[test]
+fn xml_is_inspected_as_xml_whatever_its_label() {
+    let body = format!(r#"<?xml version="1.0"?><r><q>{XSS_XML}</q></r>"#);
+    for ct in ["", "\nContent-Type: text/plain"] {
+        assert_blocked(ct, &raw(&format!("{POST}{ct}"), body.as_bytes()));
+    }
+}
+
+#[test]
 fn form_is_inspected_as_form_whatever_its_label() {
     for ct in [
         "",

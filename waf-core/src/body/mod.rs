@@ -130,7 +130,44 @@ mod tests {
                 &Default::default(),
             );
             let total: usize = mp.args.iter().map(|(n, v)| n.len() + v.len()).sum();
-            assert!(total <= body.len());
+            // Decoded parts (base64, quoted-printable, UTF-16) are never longer than
+            // twice their raw bytes plus the U+FFFD expansion of a charset decode.
+            assert!(total <= 4 * body.len());
+
+            // Charset decoding: any label, any bytes; output at most 4x the input.
+            let labels: [&[u8]; 7] = [
+                b"utf-16le",
+                b"utf-32",
+                b"ibm037",
+                b"utf-7",
+                b"shift_jis",
+                b"x-nope",
+                b"utf-8",
+            ];
+            let label = labels[(rng.next() % labels.len() as u64) as usize];
+            let bytes = rng.input(b"+-AZaz09/\xff\xfe\0<>", 48);
+            if let Ok(out) = super::charset::decode(Some(label), &bytes) {
+                assert!(out.len() <= 4 * bytes.len() + 4);
+            }
+
+            // Content codings over garbage: an error or a bounded output, never a panic.
+            let codings: [&[u8]; 4] = [b"gzip", b"deflate", b"br", b"gzip, br"];
+            let coding = codings[(rng.next() % codings.len() as u64) as usize];
+            let mut stream = vec![0x1f, 0x8b, 0x08, 0x00];
+            stream.extend(rng.input(b"\x00\x01\xff\x8b\x1f", 40));
+            if let Ok(out) = super::content_encoding::decode(coding, stream, 4096) {
+                assert!(out.len() <= 4096);
+            }
+
+            // XML with an internal subset: entity expansion stays within its limits.
+            let mut doc = b"<!DOCTYPE r [<!ENTITY a \"&b;&b;\"><!ENTITY b \"x<y\">]><r>".to_vec();
+            doc.extend(rng.input(b"&a;b<>/r=\"'", 40));
+            doc.extend_from_slice(b"</r>");
+            if let Ok(x) = super::xml::parse(&doc, 8) {
+                let text: usize = x.text_nodes.iter().map(Vec::len).sum();
+                assert!(text <= doc.len() + super::xml::MAX_EXPANSION);
+            }
+            let _ = super::sniff::is_form(&s, b'&');
         }
     }
 }

@@ -10,7 +10,9 @@
 //!   whatever its label (in addition to a declared form processor, which sees the whole
 //!   text as one argument name);
 //! - a body without a processor that has the shape of a URL-encoded form (one or more
-//!   `name=value` pairs, no whitespace or control bytes), as a form.
+//!   `name=value` pairs, no whitespace or control bytes), as a form;
+//! - a body without a processor that starts with an XML declaration (`<?xml`) and parses
+//!   as XML, as XML (SOAP endpoints parse whatever arrives).
 //!
 //! A body that merely starts with `{` but is not JSON is left to its label: sniffing only
 //! adds inspection, it never turns a valid request into a parse error.
@@ -20,6 +22,11 @@ pub(crate) fn may_be_json(body: &[u8]) -> bool {
     body.iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
         .is_some_and(|&b| b == b'{' || b == b'[')
+}
+
+/// Whether `body` starts, after whitespace, with an XML declaration.
+pub(crate) fn may_be_xml(body: &[u8]) -> bool {
+    body.trim_ascii_start().starts_with(b"<?xml")
 }
 
 /// Whether `body` has the shape of `application/x-www-form-urlencoded` data: non-empty
@@ -51,6 +58,8 @@ mod tests {
         assert!(may_be_json(b"[1]"));
         assert!(!may_be_json(b"a={}"));
         assert!(!may_be_json(b""));
+        assert!(may_be_xml(b"\n<?xml version=\"1.0\"?><a/>"));
+        assert!(!may_be_xml(b"<a/>"));
     }
 
     #[test]

@@ -352,6 +352,12 @@ impl TxState {
             {
                 processor = Some(BodyProcessor::Urlencoded);
             }
+            if processor.is_none()
+                && body::sniff::may_be_xml(&body)
+                && body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT).is_ok()
+            {
+                processor = Some(BodyProcessor::Xml);
+            }
             if matches!(processor, None | Some(BodyProcessor::Urlencoded))
                 && body::sniff::may_be_json(&body)
             {
