@@ -213,6 +213,14 @@ fn declared_charsets_are_decoded() {
         ),
         400,
     );
+    assert_status(
+        "unknown multipart charset",
+        &raw(
+            &format!("{POST}\nContent-Type: multipart/form-data; boundary=XyZ; charset=x-klingon"),
+            &multipart(&[("Content-Disposition: form-data; name=\"a\"", b"1")]),
+        ),
+        400,
+    );
     // Benign twins: a Shift_JIS form (percent-encoded bytes) and a UTF-16 JSON.
     assert_passed(
         "shift_jis form",

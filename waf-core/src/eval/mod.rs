@@ -326,8 +326,12 @@ impl TxState {
             let label = body::charset::param(&content_type);
             let whole = processor != Some(BodyProcessor::Multipart)
                 || label.as_deref().is_some_and(|l| !ascii_compatible(l));
-            if whole {
-                match body::charset::decode(label.as_deref(), &body) {
+            // For a multipart body only the label is checked (on no bytes): an unknown
+            // one is refused like anywhere else.
+            let sample: &[u8] = if whole { &body } else { b"" };
+            if whole || label.is_some() {
+                match body::charset::decode(label.as_deref(), sample) {
+                    Ok(_) if !whole => {}
                     Ok(std::borrow::Cow::Borrowed(b)) if b.len() != body.len() => {
                         body = b.to_vec(); // a BOM was removed
                     }
