@@ -67,6 +67,7 @@ mod compile;
 mod detect;
 mod error;
 mod eval;
+mod exclusion;
 mod macros;
 mod operators;
 mod report;
@@ -77,11 +78,13 @@ mod variables;
 mod verdict;
 mod waf;
 
+pub use compile::LimitAction;
 pub use error::{Error, ErrorKind, Location, Warning};
+pub use exclusion::{ExcludedRules, Exclusion};
 pub use report::{MatchedRule, Report, Severity};
 pub use transaction::{ConnectionInfo, RequestHead, ResponseHead, Transaction};
 pub use verdict::{DisruptiveAction, Intervention, Verdict};
-pub use waf::{EngineMode, Waf, WafBuilder};
+pub use waf::{EngineMode, EngineSettings, Waf, WafBuilder};
 
 /// Entry points for fuzzing; not a stable API.
 #[doc(hidden)]

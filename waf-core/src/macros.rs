@@ -69,6 +69,18 @@ impl MacroString {
         }
     }
 
+    /// Like [`MacroString::expand`], but also borrows when the string is one macro whose
+    /// value the expander can lend (`%{tx.inbound_anomaly_score_threshold}` as an
+    /// operator's argument: no allocation per evaluation).
+    pub(crate) fn expand_lent<'a>(&'a self, expander: &'a dyn MacroExpander) -> Cow<'a, [u8]> {
+        if let [MacroPart::Variable { variable, key }] = self.parts.as_slice() {
+            if let Some(v) = expander.borrow_variable(*variable, key.as_deref()) {
+                return Cow::Borrowed(v);
+            }
+        }
+        self.expand(expander)
+    }
+
     /// Expands with `expander`; borrows when the string is a literal.
     pub(crate) fn expand<'a>(&'a self, expander: &dyn MacroExpander) -> Cow<'a, [u8]> {
         if let Some(l) = self.as_literal() {
@@ -92,6 +104,14 @@ impl MacroString {
 pub(crate) trait MacroExpander {
     /// Appends the value of `variable` (`key` lower-cased, if any) to `out`.
     fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>);
+
+    /// The value of `variable` as a slice, when the expander holds it as one (`TX:name`):
+    /// lets a string that is one macro expand without a copy. `None` means "ask
+    /// [`MacroExpander::append_variable`]", not "missing".
+    fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
+        let _ = (variable, key);
+        None
+    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::compile::{self, Program};
+use crate::compile::{self, LimitAction, Program};
 use crate::error::{Error, ErrorKind, Warning};
+use crate::eval::Runtime;
+use crate::exclusion::Exclusion;
 use crate::seclang;
 use crate::transaction::{ConnectionInfo, Transaction};
 
@@ -22,13 +24,46 @@ pub enum EngineMode {
     Off,
 }
 
+/// The engine settings a [`Waf`] runs with: what its `Sec*` directives set, with
+/// ModSecurity's defaults for the rest. Hosts read the body limits from here; two rule sets
+/// meant to behave alike can be compared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EngineSettings {
+    /// `SecRuleEngine`.
+    pub mode: EngineMode,
+    /// `SecRequestBodyAccess`.
+    pub request_body_access: bool,
+    /// `SecRequestBodyLimit`, bytes.
+    pub request_body_limit: usize,
+    /// `SecRequestBodyNoFilesLimit`, bytes.
+    pub request_body_no_files_limit: usize,
+    /// `SecRequestBodyLimitAction`.
+    pub request_body_limit_action: LimitAction,
+    /// `SecResponseBodyAccess`.
+    pub response_body_access: bool,
+    /// `SecResponseBodyLimit`, bytes.
+    pub response_body_limit: usize,
+    /// `SecResponseBodyLimitAction`.
+    pub response_body_limit_action: LimitAction,
+    /// `SecResponseBodyMimeType`, lower-cased.
+    pub response_body_mime_types: Vec<String>,
+    /// `SecRequestBodyJsonDepthLimit`.
+    pub json_depth_limit: usize,
+    /// `SecArgumentsLimit`.
+    pub arguments_limit: usize,
+}
+
 /// A compiled rule set: immutable, `Send + Sync`, cheap to clone (an `Arc`).
 ///
 /// Build one with [`Waf::builder`], then start a [`Transaction`] per request. To reload
 /// rules, build a new `Waf` and swap it in; transactions in flight keep the old one.
 #[derive(Clone, Debug)]
 pub struct Waf {
+    /// What the rules say: immutable once built.
     pub(crate) program: Arc<Program>,
+    /// What its transactions share at run time (collections, recycled tables).
+    pub(crate) runtime: Arc<Runtime>,
 }
 
 impl Waf {
@@ -64,6 +99,28 @@ impl Waf {
         self.program.config.engine_mode
     }
 
+    /// The engine settings in force.
+    pub fn engine_settings(&self) -> EngineSettings {
+        let c = &self.program.config;
+        EngineSettings {
+            mode: c.engine_mode,
+            request_body_access: c.request_body_access,
+            request_body_limit: c.request_body_limit,
+            request_body_no_files_limit: c.request_body_no_files_limit,
+            request_body_limit_action: c.request_body_limit_action,
+            response_body_access: c.response_body_access,
+            response_body_limit: c.response_body_limit,
+            response_body_limit_action: c.response_body_limit_action,
+            response_body_mime_types: c
+                .response_body_mime_types
+                .iter()
+                .map(|m| String::from_utf8_lossy(m).into_owned())
+                .collect(),
+            json_depth_limit: c.json_depth_limit,
+            arguments_limit: c.arguments_limit,
+        }
+    }
+
     /// Number of rules (chain starters and `SecAction`s) loaded.
     pub fn rule_count(&self) -> usize {
         self.program.rule_count()
@@ -74,6 +131,8 @@ impl Waf {
 #[derive(Debug, Default)]
 pub struct WafBuilder {
     sources: Vec<Source>,
+    exclusions: Vec<Exclusion>,
+    reference: bool,
 }
 
 #[derive(Debug)]
@@ -106,6 +165,23 @@ impl WafBuilder {
         self
     }
 
+    /// Adds a rule exclusion (see [`Exclusion`]): applied after every rule source, whatever
+    /// order the builder calls come in.
+    pub fn exclusion(mut self, exclusion: Exclusion) -> Self {
+        self.exclusions.push(exclusion);
+        self
+    }
+
+    /// Test oracle only: evaluates every rule the straightforward way (every value of every
+    /// target through its transformations and operator; no prefilter, no cached
+    /// transformations, no skipped rules). It gives the same results as the default, more
+    /// slowly; the differential tests compare the two.
+    #[doc(hidden)]
+    pub fn internal_reference_evaluation(mut self) -> Self {
+        self.reference = true;
+        self
+    }
+
     /// Reads, parses and compiles everything added, in order.
     pub fn build(self) -> Result<Waf, Error> {
         let mut directives = Vec::new();
@@ -132,9 +208,15 @@ impl WafBuilder {
                 }
             }
         }
-        let program = compile::compile(&directives)?;
+        let (after, path_exclusions) = compile::exclusion::lower(&self.exclusions)?;
+        directives.extend(after);
+        let mut program = compile::compile(&directives)?;
+        program.warn_unmatched(&path_exclusions);
+        program.reference = self.reference;
+        program.path_exclusions = path_exclusions;
         Ok(Waf {
             program: Arc::new(program),
+            runtime: Arc::new(Runtime::default()),
         })
     }
 }

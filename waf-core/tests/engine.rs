@@ -3,7 +3,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use waf_core::{ConnectionInfo, DisruptiveAction, Report, RequestHead, ResponseHead, Verdict, Waf};
+use waf_core::{
+    ConnectionInfo, DisruptiveAction, ErrorKind, Exclusion, Report, RequestHead, ResponseHead,
+    Verdict, Waf,
+};
 
 fn waf(rules: &str) -> Waf {
     Waf::builder()
@@ -206,6 +209,89 @@ fn exclusions_in_rules_and_update_target() {
     assert_eq!(cookie("_ga_123=y"), None);
     assert_eq!(cookie("sid=y"), Some(402));
     assert!(w.warnings().is_empty(), "{:?}", w.warnings());
+}
+
+/// Every row of the table in `waf_core::Exclusion`'s module docs: everywhere or under a
+/// path, whole rule or one target, by id or by tag.
+#[test]
+fn typed_exclusions_act_as_their_seclang_equivalents() {
+    let rules = format!(
+        "{ON}SecRule ARGS \"@contains x\" \"id:10,phase:1,deny,tag:t-x\"\n\
+         SecRule ARGS \"@contains y\" \"id:20,phase:2,deny,status:402,tag:t-y\""
+    );
+    let build = |e: Exclusion| {
+        Waf::builder()
+            .exclusion(e)
+            .seclang("test.conf", rules.clone())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    // Everywhere, whole rule: the rule is gone.
+    let w = build(Exclusion::rule_ids([10..=10]));
+    assert_eq!(get(&w, "/?a=x").blocked(), None);
+    assert_eq!(get(&w, "/?a=y").blocked(), Some(402));
+    let w = build(Exclusion::tag("t-y"));
+    assert_eq!(get(&w, "/?a=y").blocked(), None);
+    assert_eq!(get(&w, "/?a=x").blocked(), Some(403));
+    // Everywhere, one target.
+    let w = build(Exclusion::rule_ids([10..=20]).target("ARGS:safe"));
+    assert_eq!(get(&w, "/?safe=x&s2=1").blocked(), None);
+    assert_eq!(get(&w, "/?other=x").blocked(), Some(403));
+    let w = build(Exclusion::tag("t-y").target("ARGS:/^sa/"));
+    assert_eq!(get(&w, "/?same=y").blocked(), None);
+    assert_eq!(get(&w, "/?other=y").blocked(), Some(402));
+    // Under a path, whole rule: only there, and for the request's whole life (phase 2 too).
+    let w = build(Exclusion::rule_ids([10..=10, 20..=20]).under_path("/api/"));
+    assert_eq!(get(&w, "/api/v1?a=x").blocked(), None);
+    assert_eq!(get(&w, "/api/v1?a=y").blocked(), None);
+    assert_eq!(get(&w, "/apix?a=x").blocked(), Some(403));
+    assert_eq!(get(&w, "/?a=y").blocked(), Some(402));
+    // Under a path, one target.
+    let w = build(
+        Exclusion::tag("t-x")
+            .under_path("/login")
+            .target("ARGS:password"),
+    );
+    assert_eq!(get(&w, "/login?password=x").blocked(), None);
+    assert_eq!(get(&w, "/login?user=x").blocked(), Some(403));
+    assert_eq!(get(&w, "/?password=x").blocked(), Some(403));
+    assert!(w.warnings().is_empty(), "{:?}", w.warnings());
+}
+
+#[test]
+fn typed_exclusions_are_checked_at_load() {
+    let rules = format!("{ON}SecRule ARGS \"@contains x\" \"id:10,phase:1,deny\"");
+    let load = |e: Exclusion| {
+        Waf::builder()
+            .seclang("t.conf", rules.clone())
+            .exclusion(e)
+            .build()
+    };
+    let w = load(Exclusion::rule_ids([99..=99]).under_path("/a")).unwrap();
+    assert!(
+        w.warnings()[0].message.contains("matches no rule"),
+        "{:?}",
+        w.warnings()
+    );
+    let w = load(Exclusion::tag("none")).unwrap();
+    assert_eq!(w.warnings().len(), 1, "{:?}", w.warnings());
+    for bad in [
+        Exclusion::rule_ids([]),
+        #[allow(clippy::reversed_empty_ranges)]
+        Exclusion::rule_ids([5..=1]),
+        Exclusion::rule_ids([10..=10]).under_path("api/"),
+        Exclusion::rule_ids([10..=10])
+            .under_path("/api/")
+            .target("NOPE:x"),
+        Exclusion::rule_ids([10..=10]).target("NOPE:x"),
+    ] {
+        let e = load(bad.clone()).expect_err(&format!("{bad:?} should fail to load"));
+        assert!(
+            matches!(e.kind(), ErrorKind::Invalid | ErrorKind::Unsupported),
+            "{e}"
+        );
+        assert!(e.to_string().contains("exclusion[0]"), "{e}");
+    }
 }
 
 #[test]

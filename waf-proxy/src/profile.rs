@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use waf_core::{EngineMode, Waf};
+use waf_core::{EngineMode, Waf, WafBuilder};
 
 /// The built-in default rule set (SecLang), embedded in the binary.
 ///
@@ -42,10 +42,14 @@ const CRS_BASE: &str = include_str!("../profiles/crs-base.conf");
 ///
 /// Errors only if the embedded rules fail to compile, which `tests/profile.rs` rules out.
 pub fn default_waf(mode: EngineMode) -> Result<Waf, waf_core::Error> {
+    default_builder(mode).build()
+}
+
+/// The builder behind [`default_waf`], for hosts that add to it (exclusions).
+pub fn default_builder(mode: EngineMode) -> WafBuilder {
     Waf::builder()
         .seclang("default-profile", DEFAULT_RULES)
         .seclang("default-profile-mode", engine_directive(mode))
-        .build()
 }
 
 /// Compiles OWASP CRS from `dir` at `paranoia` level, in `mode`.
@@ -59,6 +63,12 @@ pub fn default_waf(mode: EngineMode) -> Result<Waf, waf_core::Error> {
 /// Errors: the setup file or `rules/*.conf` cannot be read, or a rule does not compile (for
 /// example a `crs-setup.conf` that sets rule 900000 itself).
 pub fn crs_waf(dir: &Path, paranoia: u8, mode: EngineMode) -> Result<Waf, waf_core::Error> {
+    crs_builder(dir, paranoia, mode).build()
+}
+
+/// The builder behind [`crs_waf`]: the one place CRS's engine settings come from, for
+/// hosts with exclusions too.
+pub fn crs_builder(dir: &Path, paranoia: u8, mode: EngineMode) -> WafBuilder {
     let paranoia = paranoia.clamp(1, 4);
     let setup = {
         let own = dir.join("crs-setup.conf");
@@ -79,11 +89,10 @@ pub fn crs_waf(dir: &Path, paranoia: u8, mode: EngineMode) -> Result<Waf, waf_co
         .seclang("crs-paranoia", paranoia_rule)
         .seclang_file(setup)
         .seclang_glob(rules.to_string_lossy().into_owned())
-        .build()
 }
 
 /// The `SecRuleEngine` directive for `mode`.
-fn engine_directive(mode: EngineMode) -> &'static str {
+pub(crate) fn engine_directive(mode: EngineMode) -> &'static str {
     match mode {
         EngineMode::On => "SecRuleEngine On\n",
         EngineMode::DetectionOnly => "SecRuleEngine DetectionOnly\n",

@@ -3,7 +3,6 @@
 //! `arc-swap`; requests in flight keep the state they started with.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -225,46 +224,16 @@ impl State {
     }
 }
 
-/// Compiles a host's WAF profile.
+/// Compiles a host's WAF profile: the profile's own builder (so a host with exclusions
+/// runs with exactly the engine settings of one without), then its exclusions as typed
+/// [`waf_core::Exclusion`]s.
 pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
     let mode = w.mode.engine_mode();
-    if w.exclusions.is_empty() {
-        match &w.rules {
-            WafRules::Default => return profile::default_waf(mode),
-            WafRules::Crs { dir, paranoia } => return profile::crs_waf(dir, *paranoia, mode),
-            WafRules::Files(_) => {}
-        }
-    }
-    let (before, after) = exclusion_rules(w);
-    let mut b = Waf::builder();
-    match &w.rules {
-        WafRules::Default => {
-            b = b
-                .seclang("exclusions", before)
-                .seclang("default-profile", profile::DEFAULT_RULES);
-        }
-        WafRules::Crs { dir, paranoia } => {
-            let setup = if dir.join("crs-setup.conf").is_file() {
-                dir.join("crs-setup.conf")
-            } else {
-                dir.join("crs-setup.conf.example")
-            };
-            b = b
-                .seclang("crs-engine", CRS_ENGINE_SETTINGS)
-                .seclang_file(setup)
-                .seclang(
-                    "paranoia",
-                    format!(
-                        "SecAction \"id:900000,phase:1,pass,nolog,\
-                     setvar:tx.blocking_paranoia_level={paranoia}\"\n"
-                    ),
-                );
-            b = b
-                .seclang("exclusions", before)
-                .seclang_glob(dir.join("rules/*.conf").to_string_lossy().into_owned());
-        }
+    let mut b = match &w.rules {
+        WafRules::Default => profile::default_builder(mode),
+        WafRules::Crs { dir, paranoia } => profile::crs_builder(dir, *paranoia, mode),
         WafRules::Files(files) => {
-            b = b.seclang("exclusions", before);
+            let mut b = Waf::builder();
             for f in files {
                 if f.contains(['*', '?', '[']) {
                     b = b.seclang_glob(f.clone());
@@ -272,75 +241,17 @@ pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
                     b = b.seclang_file(f.clone());
                 }
             }
+            b.seclang("mode", profile::engine_directive(mode))
         }
-    }
-    let engine = match w.mode {
-        crate::config::WafMode::Block => "On",
-        crate::config::WafMode::Detect => "DetectionOnly",
-        crate::config::WafMode::Off => "Off",
     };
-    b.seclang("exclusions-global", after)
-        .seclang("mode", format!("SecRuleEngine {engine}\n"))
-        .build()
-}
-
-/// The engine settings CRS expects from its host (ModSecurity's recommended
-/// `modsecurity.conf`): body access and the body processors by content type. Used when a
-/// CRS host has exclusions, so the proxy assembles CRS itself rather than calling
-/// [`profile::crs_waf`].
-const CRS_ENGINE_SETTINGS: &str = r#"SecRequestBodyAccess On
-SecRequestBodyLimitAction Reject
-SecRule REQUEST_HEADERS:Content-Type "^(?:application(?:/soap\+|/)|text/)xml" "id:200000,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=XML"
-SecRule REQUEST_HEADERS:Content-Type "^application/json" "id:200001,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
-SecRule REQUEST_HEADERS:Content-Type "^application/[a-z0-9.-]+[+]json" "id:200006,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
-SecRule REQBODY_ERROR "!@eq 0" "id:200002,phase:2,t:none,log,deny,status:400,msg:'Failed to parse request body.',severity:2"
-SecRule MULTIPART_STRICT_ERROR "!@eq 0" "id:200003,phase:2,t:none,log,deny,status:400,msg:'Multipart request body failed strict validation.'"
-"#;
-
-/// SecLang for the exclusions: path-scoped ones as phase-1 `ctl:ruleRemoveById` rules that
-/// must come before the rules, global ones as `SecRuleRemoveById` after them.
-fn exclusion_rules(w: &WafConfig) -> (String, String) {
-    let mut before = String::new();
-    let mut after = String::new();
-    // Ids in the range ModSecurity leaves to local use, counted down from 9_999_999.
-    let mut id = 9_999_999u64;
     for e in &w.exclusions {
-        let ids = &e.rule_ids;
-        match &e.path_prefix {
-            Some(p) => {
-                let ctl: Vec<String> = ids
-                    .iter()
-                    .map(|(a, b)| {
-                        if a == b {
-                            format!("ctl:ruleRemoveById={a}")
-                        } else {
-                            format!("ctl:ruleRemoveById={a}-{b}")
-                        }
-                    })
-                    .collect();
-                let _ = writeln!(
-                    before,
-                    "SecRule REQUEST_FILENAME \"@beginsWith {p}\" \"id:{id},phase:1,pass,nolog,{}\"",
-                    ctl.join(",")
-                );
-                id -= 1;
-            }
-            None => {
-                let list: Vec<String> = ids
-                    .iter()
-                    .map(|(a, b)| {
-                        if a == b {
-                            a.to_string()
-                        } else {
-                            format!("{a}-{b}")
-                        }
-                    })
-                    .collect();
-                let _ = writeln!(after, "SecRuleRemoveById {}", list.join(" "));
-            }
+        let mut x = waf_core::Exclusion::rule_ids(e.rule_ids.iter().map(|&(a, b)| a..=b));
+        if let Some(p) = &e.path_prefix {
+            x = x.under_path(p.clone());
         }
+        b = b.exclusion(x);
     }
-    (before, after)
+    b.build()
 }
 
 #[cfg(test)]
@@ -375,6 +286,68 @@ mod tests {
         assert_eq!(s.find_host(None), Some(2));
         let s = state("[[host]]\nnames=['a.test']\nupstream='a'\nwaf={mode='off'}\n");
         assert_eq!(s.find_host(Some("other")), None);
+    }
+
+    /// Issue 11 item 7: a CRS host with exclusions used to be assembled from a second copy
+    /// of CRS's engine settings, which had drifted (response body access, limits, JSON
+    /// depth). Both now come from `profile::crs_builder`.
+    #[test]
+    fn crs_hosts_with_and_without_exclusions_run_the_same_engine_settings() {
+        use crate::config::{Exclusion, WafMode};
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/crs"));
+        assert!(
+            dir.join("rules").is_dir(),
+            "this test needs OWASP CRS at {}",
+            dir.display()
+        );
+        let plain = WafConfig {
+            mode: WafMode::Block,
+            rules: WafRules::Crs {
+                dir: dir.to_path_buf(),
+                paranoia: 1,
+            },
+            exclusions: Vec::new(),
+        };
+        let excluded = WafConfig {
+            exclusions: vec![
+                Exclusion {
+                    rule_ids: vec![(942100, 942100)],
+                    path_prefix: Some("/api/".into()),
+                },
+                Exclusion {
+                    rule_ids: vec![(920350, 920350)],
+                    path_prefix: None,
+                },
+            ],
+            ..plain.clone()
+        };
+        let a = build_waf(&plain).unwrap();
+        let b = build_waf(&excluded).unwrap();
+        assert_eq!(a.engine_settings(), b.engine_settings());
+        assert!(a.engine_settings().response_body_access);
+        assert_eq!(a.rule_count(), b.rule_count() + 1, "920350 is removed");
+        // The path exclusion holds under /api/ only.
+        let verdict = |waf: &Waf, uri: &str| {
+            let conn = waf_core::ConnectionInfo::new(
+                "192.0.2.1:4000".parse().unwrap(),
+                "127.0.0.1:80".parse().unwrap(),
+            );
+            let mut tx = waf.transaction(&conn, std::time::SystemTime::UNIX_EPOCH);
+            let headers: [(&[u8], &[u8]); 2] =
+                [(b"Host", b"example.com"), (b"User-Agent", b"curl/8")];
+            let head = waf_core::RequestHead::new(b"GET", uri.as_bytes(), b"HTTP/1.1", &headers);
+            let _ = tx.request_headers(&head);
+            let _ = tx.request_end();
+            tx.finish()
+                .matched_rules
+                .iter()
+                .map(|r| r.id)
+                .collect::<Vec<_>>()
+        };
+        let sqli = "?id=1%27%20OR%201=1--";
+        assert!(verdict(&b, &format!("/shop{sqli}")).contains(&942100));
+        assert!(!verdict(&b, &format!("/api/x{sqli}")).contains(&942100));
+        assert!(verdict(&a, &format!("/api/x{sqli}")).contains(&942100));
     }
 
     #[test]

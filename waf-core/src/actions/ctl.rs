@@ -192,7 +192,8 @@ pub(crate) fn parse_id_ranges(text: &str) -> Result<Vec<IdRange>, String> {
     Ok(out)
 }
 
-fn parse_target(text: &str) -> Result<TargetRef, String> {
+/// Parses `VARIABLE[:key|:/regex/]`, as written in `ctl:ruleRemoveTargetById=ID;TARGET`.
+pub(crate) fn parse_target(text: &str) -> Result<TargetRef, String> {
     let text = text.trim();
     let (name, key) = match text.split_once(':') {
         Some((n, k)) => (n, Some(k)),

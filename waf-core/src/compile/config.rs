@@ -6,9 +6,11 @@ use crate::limits;
 use crate::seclang::Span;
 use crate::waf::EngineMode;
 
-/// What to do with a body over its limit.
+/// What the engine does with a body over its limit (`SecRequestBodyLimitAction`,
+/// `SecResponseBodyLimitAction`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LimitAction {
+#[non_exhaustive]
+pub enum LimitAction {
     /// Answer 413 (request) or 500 (response).
     Reject,
     /// Inspect the prefix, pass the rest.

@@ -8,6 +8,8 @@
 //! an exclusion that names nothing is a warning.
 
 mod config;
+pub(crate) mod exclusion;
+pub(crate) mod plan;
 pub(crate) mod prefilter;
 mod rule;
 
@@ -21,10 +23,12 @@ use crate::seclang::{ActionAst, Directive, DirectiveKind, IdRange, RuleAst, Span
 use crate::transformations::Transformation;
 use crate::variables::{Selector, Variable};
 
-pub(crate) use config::{Config, LimitAction};
+pub(crate) use config::Config;
+pub use config::LimitAction;
 pub(crate) use rule::{Metadata, Rule, RuleOperator, Target};
 
-/// The compiled, immutable rule set.
+/// The compiled, immutable rule set. It holds no run-time state: what transactions share
+/// at run time lives beside it in the `Waf` (`eval::Runtime`).
 #[derive(Debug, Default)]
 pub(crate) struct Program {
     pub(crate) config: Config,
@@ -34,14 +38,18 @@ pub(crate) struct Program {
     pub(crate) phases: [Vec<Step>; 5],
     /// One prefilter per transformation chain (see [`prefilter`]).
     pub(crate) prefilters: Vec<prefilter::Prefilter>,
+    /// Value summaries the rules' plans refer to (see [`plan`]).
+    pub(crate) summaries: plan::Summaries,
     pub(crate) warnings: Vec<Warning>,
-    /// Persistent collections (`IP`, `GLOBAL`, ...), shared by the transactions of this
-    /// `Waf`.
-    pub(crate) store: crate::eval::store::Store,
-    /// Transactions started, for `UNIQUE_ID`.
-    pub(crate) serial: std::sync::atomic::AtomicU64,
-    /// Tables of finished transactions, reused by the next ones.
-    pub(crate) pool: crate::eval::Pool,
+    /// Evaluate every rule the straightforward way: every value of every target through
+    /// the transformations and the operator, with no prefilter, cache or skip. Slower;
+    /// the differential test's oracle for the plan (`tests/plan`).
+    pub(crate) reference: bool,
+    /// Path-scoped [`crate::Exclusion`]s, applied by each transaction before phase 1.
+    pub(crate) path_exclusions: Vec<exclusion::PathExclusion>,
+    /// Columns of the per-transaction table of transformed values (`Rule::prefix_ids`
+    /// are below this, or `u32::MAX`; see [`cache_columns`]).
+    pub(crate) prefix_count: usize,
 }
 
 /// One step of a phase.
@@ -58,10 +66,16 @@ impl Program {
         self.rules.len()
     }
 
-    /// A number unique among this program's transactions.
-    pub(crate) fn next_serial(&self) -> u64 {
-        self.serial
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    /// Warns about path exclusions that select no rule of the program.
+    pub(crate) fn warn_unmatched(&mut self, exclusions: &[exclusion::PathExclusion]) {
+        for (i, e) in exclusions.iter().enumerate() {
+            if !self.rules.iter().any(|r| r.selected_by(&e.rules)) {
+                self.warnings.push(Warning {
+                    location: None,
+                    message: format!("exclusion[{i}] by {} matches no rule", e.rules),
+                });
+            }
+        }
     }
 }
 
@@ -226,17 +240,78 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
     }
 
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
+    let prefix_count = cache_columns(&mut rules);
     let prefilters = prefilter::build(&mut rules);
+    let summaries = plan::build(&mut rules);
     Ok(Program {
         prefilters,
+        summaries,
         config,
         rules,
         phases,
         warnings,
-        store: Default::default(),
-        serial: Default::default(),
-        pool: Default::default(),
+        reference: false,
+        path_exclusions: Vec::new(),
+        prefix_count,
     })
+}
+
+/// Renumbers every rule's chain prefix ids to columns of the per-transaction table of
+/// transformed values, and returns how many there are. A prefix gets a column only when a
+/// cached result can be read back: it ends some rule's chain, or it starts two or more
+/// distinct chains (`t:urlDecodeUni` before `t:lowercase` in one and `t:htmlEntityDecode`
+/// in another). Other steps get `u32::MAX` and are computed on the way, not stored: on CRS
+/// this keeps a value's row at a fraction of the prefixes, which is what a big body's
+/// memory is made of.
+fn cache_columns(rules: &mut [Rule]) -> usize {
+    fn chains<'r>(rule: &'r Rule, out: &mut Vec<&'r [u32]>) {
+        if !rule.prefix_ids.is_empty() {
+            out.push(&rule.prefix_ids);
+        }
+        if let Some(c) = &rule.chain {
+            chains(c, out);
+        }
+    }
+    let mut all = Vec::new();
+    for r in rules.iter() {
+        chains(r, &mut all);
+    }
+    all.sort();
+    all.dedup();
+    // For each prefix id: is it a chain's end, and how many distinct chains it starts.
+    let mut ends: HashMap<u32, ()> = HashMap::new();
+    let mut starts: HashMap<u32, usize> = HashMap::new();
+    for chain in &all {
+        if let Some((last, proper)) = chain.split_last() {
+            ends.insert(*last, ());
+            for p in proper {
+                *starts.entry(*p).or_default() += 1;
+            }
+        }
+    }
+    let mut column: HashMap<u32, u32> = HashMap::new();
+    let mut wanted: Vec<u32> = ends
+        .keys()
+        .copied()
+        .chain(starts.iter().filter(|(_, n)| **n >= 2).map(|(p, _)| *p))
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    for (i, p) in wanted.iter().enumerate() {
+        column.insert(*p, i as u32);
+    }
+    fn renumber(rule: &mut Rule, column: &HashMap<u32, u32>) {
+        for p in &mut rule.prefix_ids {
+            *p = column.get(p).copied().unwrap_or(u32::MAX);
+        }
+        if let Some(c) = &mut rule.chain {
+            renumber(c, column);
+        }
+    }
+    for r in rules.iter_mut() {
+        renumber(r, &column);
+    }
+    wanted.len()
 }
 
 /// A `ctl:ruleRemove*` that selects no rule of the whole set has no effect: say so at load.
@@ -262,7 +337,7 @@ fn warn_unmatched_ctl_exclusions(rules: &[Rule], warnings: &mut Vec<Warning>) {
             Ctl::RuleRemove(s) | Ctl::RuleRemoveTarget(s, _) => s,
             _ => continue,
         };
-        if !rules.iter().any(|r| crate::eval::selects(selector, r)) {
+        if !rules.iter().any(|r| r.selected_by(selector)) {
             warnings.push(Warning {
                 location: Some(Location::from_span(span)),
                 message: format!("ctl exclusion by {selector} matches no rule"),
@@ -546,6 +621,7 @@ fn build_rule(
         effects: Vec::new(),
         chain: None,
         prefilter: None,
+        plan: Default::default(),
     };
 
     // Default actions of the phase: transformations, logging, disruptive action, status.

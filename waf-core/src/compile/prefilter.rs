@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::Rule;
+use crate::transformations::Transformation;
 
 /// The automaton of one transformation chain.
 #[derive(Debug)]
@@ -26,6 +27,10 @@ pub(crate) struct Prefilter {
     pattern_bits: Vec<Vec<u32>>,
     /// Number of 64-bit words in a bit set.
     pub(crate) words: usize,
+    /// The transformation chain every rule of the group uses, and its prefix ids (for
+    /// the plan's summaries, which transform values on the group's behalf).
+    pub(crate) chain: Vec<Transformation>,
+    pub(crate) prefix_ids: Vec<u32>,
 }
 
 impl Prefilter {
@@ -53,6 +58,8 @@ struct GroupDraft {
     index: u32,
     literals: HashMap<Vec<u8>, Vec<u32>>,
     bits: u32,
+    chain: Vec<Transformation>,
+    prefix_ids: Vec<u32>,
 }
 
 /// Whether a literal is rare enough in ordinary values to be worth a place in an automaton.
@@ -87,6 +94,8 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
                         .entry((phase, chain_key))
                         .or_insert_with(|| GroupDraft {
                             index: next_group,
+                            chain: rule.transformations.clone(),
+                            prefix_ids: rule.prefix_ids.clone(),
                             ..GroupDraft::default()
                         });
                     let bit = draft.bits;
@@ -110,9 +119,10 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
         visit(rule, phase, &mut groups);
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
-    for (_, draft) in groups {
+    for (_, mut draft) in groups {
         let (group, count) = (draft.index, draft.bits);
-        let mut lits: Vec<(Vec<u8>, Vec<u32>)> = draft.literals.into_iter().collect();
+        let literals = std::mem::take(&mut draft.literals);
+        let mut lits: Vec<(Vec<u8>, Vec<u32>)> = literals.into_iter().collect();
         lits.sort();
         // A DFA where it stays small: overlapping search on it follows no failure
         // transitions (the contiguous NFA was the top function of a CRS GET). Beyond
@@ -135,6 +145,8 @@ pub(crate) fn build(rules: &mut [Rule]) -> Vec<Prefilter> {
                 automaton,
                 pattern_bits: lits.into_iter().map(|(_, b)| b).collect(),
                 words: (count as usize).div_ceil(64),
+                chain: draft.chain,
+                prefix_ids: draft.prefix_ids,
             },
         ));
     }

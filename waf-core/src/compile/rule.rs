@@ -1,5 +1,6 @@
 //! Compiled rules and their targets.
 
+use crate::actions::ctl::RuleSelector;
 use crate::actions::{Disruptive, Effect};
 use crate::macros::MacroString;
 use crate::operators::Operator;
@@ -25,7 +26,9 @@ pub(crate) struct Rule {
     pub(crate) operator: Option<RuleOperator>,
     /// Transformations, after `t:none` and default actions are resolved.
     pub(crate) transformations: Vec<Transformation>,
-    /// `prefix_ids[i]` identifies `transformations[..=i]` for the per-transaction cache.
+    /// `prefix_ids[i]` is the column of `transformations[..=i]` in the per-transaction
+    /// table of transformed values, or `u32::MAX` when that step's result is not kept
+    /// (see `compile::cache_columns`). The last one always has a column.
     pub(crate) prefix_ids: Vec<u32>,
     /// Metadata used in reports and macros.
     pub(crate) meta: Metadata,
@@ -52,6 +55,8 @@ pub(crate) struct Rule {
     pub(crate) chain: Option<Box<Rule>>,
     /// The rule's place in the prefilter of its transformation chain, if it has one.
     pub(crate) prefilter: Option<super::prefilter::PrefilterRef>,
+    /// What the plan decides before visiting values (see [`super::plan`]).
+    pub(crate) plan: super::plan::RulePlan,
 }
 
 /// Report metadata of a rule.
@@ -87,5 +92,22 @@ impl Rule {
     /// Whether any rule in the chain has this tag (tags live on the chain starter).
     pub(crate) fn has_tag(&self, tag: &str) -> bool {
         self.meta.tags.iter().any(|t| t == tag)
+    }
+
+    /// Whether a `ctl` or `SecRuleRemove*` selector picks this rule (tags and msg are the
+    /// starter's).
+    pub(crate) fn selected_by(&self, selector: &RuleSelector) -> bool {
+        match selector {
+            RuleSelector::Ids(ranges) => {
+                ranges.iter().any(|r| (r.start..=r.end).contains(&self.id))
+            }
+            RuleSelector::Tag(tag) => self.has_tag(tag),
+            RuleSelector::Msg(msg) => self
+                .meta
+                .msg
+                .as_ref()
+                .and_then(|m| m.as_literal())
+                .is_some_and(|m| m == msg.as_bytes()),
+        }
     }
 }

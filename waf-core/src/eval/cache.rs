@@ -3,18 +3,21 @@
 //! CRS runs about 40 distinct transformation chains over the same few dozen values, and
 //! many chains share a prefix (`urlDecodeUni` then more). The cache is keyed by
 //! (value identity, chain-prefix id); a step that leaves its input unchanged is stored as
-//! "unchanged" rather than as a copy, so a benign value costs no allocation at all. The
-//! cache is cleared at the start of every phase, because a phase may add values (the body
-//! adds `ARGS_POST`) and indices are only stable within one.
+//! "unchanged" rather than as a copy, so a benign value costs no allocation at all.
+//! Transformed values and prefilter results are kept for the whole transaction (a header
+//! transformed in phase 1 is not transformed again in phase 2; see [`ValueKey`] for why
+//! keys stay valid); what depends on a collection's full contents (candidate lists,
+//! summaries) is dropped at the start of every phase, because a phase may add values.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::compile::plan::Summary;
 use crate::compile::prefilter::Prefilter;
-use crate::eval::data::{TxData, ValueKey};
+use crate::eval::data::{TxData, ValueKey, SOURCES};
 use crate::transformations::Transformation;
-use crate::variables::Variable;
+use crate::variables::{Selector, Variable};
 
 /// A multiplicative (Fx-style) hasher for the engine's internal maps, whose keys are
 /// small integers or short variable names chosen by rule authors, not attackers (SipHash
@@ -48,6 +51,10 @@ impl Hasher for FastHasher {
     }
 }
 
+/// Collections with fewer values are visited value by value: building candidate lists
+/// costs more than it saves for a handful of headers or query arguments.
+pub(crate) const CANDIDATE_LISTS_FROM: usize = 16;
+
 /// Where a cached value lives: the raw value itself (every step so far left it
 /// unchanged) or a buffer in the arena.
 #[derive(Clone, Copy, Debug)]
@@ -56,20 +63,36 @@ pub(crate) enum Slot {
     Arena(usize),
 }
 
-/// Transformed values of one phase.
+/// Transformed values of one transaction.
 #[derive(Debug, Default)]
 pub(crate) struct TransformCache {
-    /// (value, chain prefix) → where the result is. Each entry is already resolved, so a
-    /// hit costs one lookup however long the chain.
-    map: HashMap<(ValueKey, u32), Slot, FastState>,
+    /// For each value source (see [`ValueKey`]), value index → row of `table`
+    /// (`u32::MAX`: no row yet). Keys are dense per source, so a row is found by indexing,
+    /// not hashing.
+    rows: [Vec<u32>; SOURCES],
+    /// Row-major, `width` entries per row (one per chain prefix id of the program): 0 =
+    /// not computed, 1 = the raw value (every step so far left it unchanged), `k + 2` =
+    /// `arena[k]`. Each entry is already resolved, so a hit costs one load however long
+    /// the chain. Replaces a hash map of every (value, prefix): 4 bytes an entry instead
+    /// of ~40, and no hashing.
+    table: Vec<u32>,
+    /// Prefix ids of the program (`Program::prefix_count`).
+    width: usize,
     /// Values some step changed.
-    arena: Vec<Vec<u8>>,
+    /// Transformed values some step changed, end to end: `spans[k]` is the range of value
+    /// `k`. One buffer rather than a `Vec` each: no allocation per value once it has grown,
+    /// and no per-allocation overhead in a big body's peak memory.
+    arena: Vec<u8>,
+    spans: Vec<(u32, u32)>,
     /// (value, prefilter group) → offset of its bit set in `bits`.
     prefiltered: HashMap<(ValueKey, u32), usize, FastState>,
     bits: Vec<u64>,
     /// (collection, prefilter group) → for each rule bit, the positions of the values
     /// that passed the prefilter for it (see [`Candidates`]).
     candidates: HashMap<(Variable, u32), Candidates, FastState>,
+    /// For each summary of the program (see [`crate::compile::plan`]): 1 + the offset of
+    /// its bit set in `bits`, or 0 while not computed in this phase.
+    summaries: Vec<u32>,
 }
 
 /// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
@@ -99,23 +122,121 @@ impl Candidates {
 }
 
 impl TransformCache {
+    /// Forgets what depends on whole collections, which the next phase may extend.
+    pub(crate) fn start_phase(&mut self) {
+        self.candidates.clear();
+        self.summaries.clear();
+    }
+
+    /// Sets the number of chain prefix ids of the program the cache serves.
+    pub(crate) fn set_width(&mut self, width: usize) {
+        if self.width != width {
+            self.clear();
+            self.width = width;
+        }
+    }
+
     pub(crate) fn clear(&mut self) {
-        self.map.clear();
+        for r in &mut self.rows {
+            r.clear();
+        }
+        self.table.clear();
         self.arena.clear();
+        self.spans.clear();
         self.prefiltered.clear();
         self.bits.clear();
         self.candidates.clear();
+        self.summaries.clear();
     }
 
     /// Clears the cache for another transaction; false when its tables grew too large to
     /// be worth keeping (a request with many values), and it should be dropped instead.
     pub(crate) fn clear_for_reuse(&mut self) -> bool {
         self.clear();
-        self.map.capacity() <= 16 * 1024
+        self.table.capacity() <= 64 * 1024
+            && self.rows.iter().all(|r| r.capacity() <= 4 * 1024)
             && self.prefiltered.capacity() <= 16 * 1024
-            && self.arena.capacity() <= 16 * 1024
+            && self.arena.capacity() <= 256 * 1024
+            && self.spans.capacity() <= 16 * 1024
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
+    }
+
+    /// Whether the rule with prefilter `bit` can match any value of the variable of
+    /// summary `id` (spec `summary`, group prefilter `prefilter`): false means none of its
+    /// literals occurs in any of them. The summary is computed on first use in a phase.
+    pub(crate) fn summary_passes(
+        &mut self,
+        data: &TxData,
+        id: u32,
+        summary: &Summary,
+        bit: u32,
+        prefilter: &Prefilter,
+    ) -> bool {
+        let i = id as usize;
+        if self.summaries.len() <= i {
+            self.summaries.resize(i + 1, 0);
+        }
+        let offset = match self.summaries[i] {
+            0 => {
+                let offset = self.summarise(data, summary, prefilter);
+                self.summaries[i] = offset as u32 + 1;
+                offset
+            }
+            o => o as usize - 1,
+        };
+        self.bits[offset + bit as usize / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// ORs the prefilter bits of every value of the summary's variable into a new bit set;
+    /// returns its offset in `bits`.
+    ///
+    /// A big collection read whole is summarised from its candidate lists instead (built
+    /// here if not yet): they hold the same answer per rule, building them records no
+    /// per-value result (see [`Candidates`]), and the rules that pass read them next.
+    fn summarise(&mut self, data: &TxData, summary: &Summary, prefilter: &Prefilter) -> usize {
+        let words = prefilter.words;
+        let offset = self.bits.len();
+        self.bits.resize(offset + words, 0);
+        let (variable, group) = (summary.variable, summary.group);
+        if matches!(summary.selector, Selector::All)
+            && data
+                .indexed_len(variable)
+                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
+        {
+            if self.candidates(variable, group).is_none() {
+                let (chain, ids) = (&prefilter.chain, &prefilter.prefix_ids);
+                self.build_candidates(data, variable, group, chain, ids, prefilter);
+            }
+            if let Some(c) = self.candidates.get(&(variable, group)) {
+                for bit in 0..words * 64 {
+                    if !c.range(bit as u32).is_empty() {
+                        self.bits[offset + bit / 64] |= 1 << (bit % 64);
+                    }
+                }
+            }
+            return offset;
+        }
+        let mut add = |key: Option<ValueKey>, raw: &[u8]| {
+            let Some(key) = key else {
+                // The planner summarises only keyed variables; should one yield an unkeyed
+                // value, let every rule through rather than guess.
+                self.bits[offset..offset + words].fill(u64::MAX);
+                return;
+            };
+            let slot = self.transform_slot(key, raw, &prefilter.chain, &prefilter.prefix_ids);
+            let o = self.prefilter_bits(key, slot, raw, summary.group, prefilter);
+            for w in 0..words {
+                self.bits[offset + w] |= self.bits[o + w];
+            }
+        };
+        match &summary.selector {
+            Selector::All => data.visit_every(summary.variable, &mut |key, _, raw| add(key, raw)),
+            one => data.visit(summary.variable, one, &|_| false, &mut |key, _, raw| {
+                add(key, raw)
+            }),
+        }
+        offset
     }
 
     /// The candidate lists of `variable` for a prefilter group, if already built.
@@ -206,11 +327,33 @@ impl TransformCache {
         self.bits.resize(offset + prefilter.words, 0);
         let input = match slot {
             Slot::Raw => raw,
-            Slot::Arena(i) => &self.arena[i],
+            Slot::Arena(i) => {
+                let (s, e) = self.spans[i];
+                self.arena.get(s as usize..e as usize).unwrap_or_default()
+            }
         };
         prefilter.scan(input, &mut self.bits[offset..]);
         self.prefiltered.insert((key, group), offset);
         offset
+    }
+
+    /// The row of `key` in `table`, made on first use.
+    fn row(&mut self, key: ValueKey) -> usize {
+        let (source, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+        let width = self.width.max(1);
+        let Some(rows) = self.rows.get_mut(source) else {
+            // Not a key `TxData` makes; a fresh row keeps the answer right.
+            self.table.resize(self.table.len() + width, 0);
+            return self.table.len() / width - 1;
+        };
+        if rows.len() <= index {
+            rows.resize(index + 1, u32::MAX);
+        }
+        if rows[index] == u32::MAX {
+            rows[index] = (self.table.len() / width) as u32;
+            self.table.resize(self.table.len() + width, 0);
+        }
+        rows[index] as usize
     }
 
     /// Where `raw` after `chain` is, computing and caching it as needed (see
@@ -226,19 +369,28 @@ impl TransformCache {
         if n == 0 {
             return Slot::Raw;
         }
-        if let Some(&slot) = self.map.get(&(key, prefix_ids[n - 1])) {
-            return slot;
-        }
-        if self.map.capacity() == 0 {
-            self.map.reserve(256);
+        let base = self.row(key) * self.width.max(1);
+        // `u32::MAX`: a step whose result is not kept (`compile::cache_columns`).
+        let entry = |table: &[u32], id: u32| match id {
+            u32::MAX => 0,
+            id => table.get(base + id as usize).copied().unwrap_or(0),
+        };
+        let decode = |e: u32| match e {
+            1 => Slot::Raw,
+            k => Slot::Arena(k as usize - 2),
+        };
+        let last = entry(&self.table, prefix_ids[n - 1]);
+        if last != 0 {
+            return decode(last);
         }
         // The longest cached prefix, if any.
         let mut start = 0;
         let mut slot = Slot::Raw;
         for i in (0..n - 1).rev() {
-            if let Some(&s) = self.map.get(&(key, prefix_ids[i])) {
+            let e = entry(&self.table, prefix_ids[i]);
+            if e != 0 {
                 start = i + 1;
-                slot = s;
+                slot = decode(e);
                 break;
             }
         }
@@ -248,19 +400,48 @@ impl TransformCache {
                 Cow::Owned(v) => Some(v),
             };
             if let Some(v) = changed {
-                self.arena.push(v);
-                slot = Slot::Arena(self.arena.len() - 1);
+                slot = self.keep(&v);
             }
-            self.map.insert((key, prefix_ids[i]), slot);
+            let code = match slot {
+                Slot::Raw => 1,
+                Slot::Arena(k) => k as u32 + 2,
+            };
+            // A prefix id past the width (a program and cache mismatch) is not recorded.
+            if prefix_ids[i] != u32::MAX {
+                if let Some(e) = self.table.get_mut(base + prefix_ids[i] as usize) {
+                    *e = code;
+                }
+            }
         }
         slot
+    }
+
+    /// Copies a transformed value into the arena.
+    fn keep(&mut self, value: &[u8]) -> Slot {
+        let start = self.arena.len();
+        self.arena.extend_from_slice(value);
+        // The arena holds the transformed values of one transaction, bounded by the body
+        // limit times the chains; past 4 GiB the offsets would wrap, so saturate instead
+        // (a value then reads as a shorter one, never out of bounds).
+        let span = (
+            u32::try_from(start).unwrap_or(u32::MAX),
+            u32::try_from(self.arena.len()).unwrap_or(u32::MAX),
+        );
+        self.spans.push(span);
+        Slot::Arena(self.spans.len() - 1)
+    }
+
+    /// Value `i` of the arena.
+    fn arena_value(&self, i: usize) -> &[u8] {
+        let (s, e) = self.spans[i];
+        self.arena.get(s as usize..e as usize).unwrap_or_default()
     }
 
     /// The bytes of a slot from [`TransformCache::transform_slot`] for `raw`.
     pub(crate) fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
         match slot {
             Slot::Raw => raw,
-            Slot::Arena(i) => &self.arena[i],
+            Slot::Arena(i) => self.arena_value(i),
         }
     }
 }

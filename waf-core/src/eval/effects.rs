@@ -7,13 +7,27 @@ use crate::eval::data::Num;
 use crate::eval::TxState;
 
 impl TxState {
+    /// Applies the path-scoped [`crate::Exclusion`]s whose prefix the request path
+    /// (`REQUEST_FILENAME`) starts with, as a `ctl` rule placed before every other would.
+    pub(super) fn apply_path_exclusions(&mut self) {
+        for e in &self.program.path_exclusions {
+            if !self.data.filename.starts_with(&e.prefix) {
+                continue;
+            }
+            match &e.target {
+                None => self.removed_rules.push(e.rules.clone()),
+                Some(t) => self.removed_targets.push((e.rules.clone(), t.clone())),
+            }
+        }
+    }
+
     pub(super) fn apply_effect(&mut self, effect: &Effect) {
         match effect {
             Effect::SetVar(s) => self.set_var(s),
             Effect::Ctl(c) => self.apply_ctl(c),
             Effect::InitCol(col, key) => {
                 let key = key.expand(&self.data).into_owned();
-                let rec = self.program.store.load(*col, &key, self.data.epoch_secs);
+                let rec = self.runtime.store.load(*col, &key, self.data.epoch_secs);
                 self.data.collections.insert(*col, (key, rec));
             }
             Effect::SetEnv(name, value) => {

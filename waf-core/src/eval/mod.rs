@@ -10,12 +10,13 @@ mod effects;
 mod request;
 mod rules;
 
-pub(crate) use rules::selects;
-pub(crate) mod store;
-pub(crate) use pool::Pool;
 mod pool;
+mod runtime;
+mod store;
 mod time;
 mod vars;
+
+pub(crate) use runtime::Runtime;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -46,6 +47,7 @@ enum Stage {
 #[derive(Debug)]
 pub(crate) struct TxState {
     program: Arc<Program>,
+    runtime: Arc<Runtime>,
     data: TxData,
     cache: TransformCache,
     stage: Stage,
@@ -71,7 +73,7 @@ pub(crate) struct TxState {
 impl Drop for TxState {
     /// Leaves the transaction's tables to the next transaction (see [`pool`]).
     fn drop(&mut self) {
-        self.program.pool.put(pool::Recycled {
+        self.runtime.pool.put(pool::Recycled {
             tx: std::mem::take(&mut self.data.tx),
             cache: std::mem::take(&mut self.cache),
             scratch: std::mem::take(&mut self.scratch),
@@ -86,11 +88,12 @@ impl TxState {
         now: SystemTime,
         id: Option<&str>,
     ) -> TxState {
-        let program = waf.program;
+        let Waf { program, runtime } = waf;
         let config = &program.config;
         let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let serial = program.next_serial();
-        let recycled = program.pool.take();
+        let serial = runtime.next_serial();
+        let mut recycled = runtime.pool.take();
+        recycled.cache.set_width(program.prefix_count);
         let data = TxData {
             remote_addr: conn.client.ip().to_string().into_bytes(),
             remote_port: conn.client.port().to_string().into_bytes(),
@@ -114,6 +117,7 @@ impl TxState {
             response_body_limit: config.response_body_limit,
             data,
             program,
+            runtime,
             cache: recycled.cache,
             stage: Stage::ExpectRequestHeaders,
             body_processor: None,
@@ -153,6 +157,7 @@ impl TxState {
             return Verdict::Continue;
         }
         request::set_request_line(&mut self.data, head.method, head.uri, head.version);
+        self.apply_path_exclusions();
         let separator = self.program.config.argument_separator;
         let limit = self.program.config.arguments_limit;
         self.data.request_headers = head
@@ -667,7 +672,7 @@ impl TxState {
         let now = self.data.epoch_secs;
         let timeout = self.program.config.collection_timeout_secs;
         for (col, (key, rec)) in std::mem::take(&mut self.data.collections) {
-            self.program.store.save(col, key, rec, now, timeout);
+            self.runtime.store.save(col, key, rec, now, timeout);
         }
     }
 

@@ -9,6 +9,12 @@
 //! Only containers travel, never values: every one is cleared before it is put back (and
 //! dropped instead when a big request made it large), so nothing of one request is visible
 //! to the next.
+//!
+//! The pool is split into [`SHARDS`] free lists, and a thread always uses the same one
+//! (chosen from the address of a thread-local), so workers do not share a lock: a
+//! transaction takes and returns its tables on its own shard, and when that shard is busy
+//! (a transaction that moved to another thread, or more threads than shards) it simply
+//! allocates or drops instead of waiting.
 
 use std::sync::Mutex;
 
@@ -16,8 +22,11 @@ use super::cache::TransformCache;
 use super::rules::MatchScratch;
 use super::vars::TxVars;
 
-/// Sets kept at most; more transactions in flight than this just allocate.
-const MAX_POOLED: usize = 64;
+/// Free lists; a power of two above the number of workers a host usually runs.
+const SHARDS: usize = 16;
+
+/// Sets kept per shard; more transactions in flight on one thread than this just allocate.
+const MAX_POOLED_PER_SHARD: usize = 8;
 
 /// The reusable containers of one transaction, all empty.
 #[derive(Debug, Default)]
@@ -30,26 +39,57 @@ pub(super) struct Recycled {
 /// The free sets of one [`crate::Waf`].
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
-    free: Mutex<Vec<Recycled>>,
+    shards: [Mutex<Vec<Recycled>>; SHARDS],
+}
+
+thread_local! {
+    /// Only its address is used: it tells threads apart without a global counter.
+    static ANCHOR: u8 = const { 0 };
+}
+
+/// The shard of the calling thread.
+fn shard_index() -> usize {
+    let addr = ANCHOR.with(|a| a as *const u8 as usize);
+    // Thread-locals of different threads lie at least a page apart.
+    (addr >> 12).wrapping_mul(0x9E37_79B9) >> 7 & (SHARDS - 1)
 }
 
 impl Pool {
-    /// A set of empty containers: a recycled one if any.
+    /// A set of empty containers: a recycled one if the thread's shard has one.
     pub(super) fn take(&self) -> Recycled {
-        let recycled = self.free.lock().ok().and_then(|mut free| free.pop());
+        let recycled = self.shards[shard_index()]
+            .try_lock()
+            .ok()
+            .and_then(|mut free| free.pop());
         recycled.unwrap_or_default()
     }
 
-    /// Clears `recycled` and keeps it, unless the pool is full or it grew large.
+    /// Clears `recycled` and keeps it, unless the shard is full or busy, or it grew large.
     pub(super) fn put(&self, mut recycled: Recycled) {
         recycled.tx.clear();
         if !recycled.cache.clear_for_reuse() || !recycled.scratch.clear_for_reuse() {
             return;
         }
-        if let Ok(mut free) = self.free.lock() {
-            if free.len() < MAX_POOLED {
+        if let Ok(mut free) = self.shards[shard_index()].try_lock() {
+            if free.len() < MAX_POOLED_PER_SHARD {
                 free.push(recycled);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_gets_back_what_it_returned() {
+        let pool = Pool::default();
+        let mut r = Recycled::default();
+        r.tx.set(b"a", b"1");
+        pool.put(r);
+        let back = pool.take();
+        assert_eq!(back.tx.get(b"a"), None, "returned tables are cleared");
+        assert!(pool.shards.iter().all(|s| s.lock().unwrap().is_empty()));
     }
 }

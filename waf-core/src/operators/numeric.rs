@@ -39,7 +39,7 @@ impl NumberArgument {
         match self {
             NumberArgument::Literal(n) => *n,
             NumberArgument::Macro(m) => {
-                let expanded: Cow<'_, [u8]> = m.expand(expander);
+                let expanded: Cow<'_, [u8]> = m.expand_lent(expander);
                 parse_integer(&expanded)
             }
         }

@@ -1,0 +1,205 @@
+//! The per-phase plan: which rules can be decided without visiting their values.
+//!
+//! Most rules do not match most requests, and the engine used to learn that the slow way:
+//! visit every value of every target, transform it, look up its prefilter result, and only
+//! then find that nothing matched. The plan decides two cases up front, per rule, in a
+//! few instructions:
+//!
+//! 1. **Summaries.** A non-negated rule with a prefilter (see [`super::prefilter`]) can only
+//!    match a value in which one of its literals occurs. For the rule's prefilter group
+//!    (one transformation chain) and each variable its targets name (or the one key a
+//!    target names, `REQUEST_HEADERS:User-Agent`), the transaction computes once per
+//!    phase the union of the prefilter bits of every such value (a *summary*, ignoring
+//!    regex selectors and exclusions, so it is a superset).
+//!    When the rule's bit is in none of its variables' summaries, no value can match and
+//!    the rule is skipped. Every rule of a group that reads `ARGS` shares the group's
+//!    `ARGS` summary, so each (value, chain) is transformed and scanned once per phase.
+//! 2. **Empty targets.** A rule whose targets are all collections (no `&` counts, no
+//!    single values) visits nothing when those collections are empty, so it cannot
+//!    match, negated or not; it is skipped after a length check per target.
+//!
+//! 3. **Single `TX` tests.** CRS gates every paranoia level with rules such as
+//!    `SecRule TX:DETECTION_PARANOIA_LEVEL "@lt 2" "...,skipAfter:END-..."`, about 200
+//!    evaluations per request at PL1. A rule that reads one `TX:name`, with no
+//!    transformation, exclusion, capture or `multiMatch`, is decided by looking the name
+//!    up and running the operator once; only a match goes on to the general path, which
+//!    records it.
+//!
+//! None of these changes a result: a skipped rule is one whose value loop would have found no
+//! match, and a rule without a match has no effect. `tests/plan` checks this against the
+//! straightforward evaluation on every CRS test request and the development corpus.
+//!
+//! Worked example (CRS 942100 on `GET /?id=5`): its group is the `t:urlDecodeUni` chain;
+//! its targets name `REQUEST_COOKIES`, `REQUEST_COOKIES_NAMES`, `ARGS_NAMES`, `ARGS`,
+//! `XML`. The first rule of that group in phase 2 to read `ARGS` computes that summary:
+//! it transforms `5` once, scans it once, and keeps its bits. 942100 `@detectSQLi` has no
+//! literals, so it has no prefilter and runs as before; but 942190, whose literals
+//! include `union` and `select`, finds its bit clear in all five summaries and is done
+//! without touching a value.
+
+use std::collections::HashMap;
+
+use super::Rule;
+use crate::variables::{Selector, Variable};
+
+/// One variable (or one key of it) summarised for one prefilter group.
+#[derive(Debug)]
+pub(crate) struct Summary {
+    /// Prefilter group (index into `Program::prefilters`).
+    pub(crate) group: u32,
+    /// A [`keyed`] variable.
+    pub(crate) variable: Variable,
+    /// `Selector::Key` for the one key summarised (`REQUEST_HEADERS:User-Agent`), or
+    /// `Selector::All` for every value. A target with a regex selector reads the summary
+    /// of every value.
+    pub(crate) selector: Selector,
+}
+
+/// What the plan knows about one rule.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RulePlan {
+    /// The rule's summaries, one per distinct target variable: a range of
+    /// `Program::summary_refs`, whose entries index `Program::summaries`. Empty when the
+    /// rule cannot use summaries.
+    pub(crate) summaries: (u32, u32),
+    /// Every target is a whole collection (no count, no single value): an empty set of
+    /// collections means no match.
+    pub(crate) collections_only: bool,
+    /// The rule reads one `TX:name` and nothing else, untransformed, with no exclusion,
+    /// capture or `multiMatch`: it can be decided by one lookup and one operator call.
+    pub(crate) tx_test: bool,
+}
+
+/// The summaries of a program and, for each rule, which of them it reads.
+#[derive(Debug, Default)]
+pub(crate) struct Summaries {
+    /// Every (group, variable) some rule reads.
+    pub(crate) specs: Vec<Summary>,
+    /// The ranges of [`RulePlan::summaries`] point here.
+    pub(crate) refs: Vec<u32>,
+}
+
+/// Whether every value [`crate::eval::data::TxData::visit`] yields for `v` carries a cache
+/// key (so it has a transformed value and a prefilter result to summarise).
+fn keyed(v: Variable) -> bool {
+    use Variable as V;
+    collection(v) && !matches!(v, V::FilesSizes)
+        || matches!(
+            v,
+            V::RemoteAddr
+                | V::RemotePort
+                | V::RemoteHost
+                | V::ServerAddr
+                | V::ServerPort
+                | V::ServerName
+                | V::UniqueId
+                | V::RequestMethod
+                | V::RequestProtocol
+                | V::RequestUriRaw
+                | V::RequestUri
+                | V::RequestFilename
+                | V::PathInfo
+                | V::RequestBasename
+                | V::QueryString
+                | V::RequestLine
+                | V::RequestBody
+                | V::ReqbodyProcessor
+                | V::ReqbodyErrorMsg
+                | V::ReqbodyProcessorErrorMsg
+                | V::ResponseBody
+                | V::ResponseContentLength
+                | V::ResponseContentType
+                | V::ResponseProtocol
+                | V::ResponseStatus
+                | V::ModsecBuild
+                | V::WebAppId
+        )
+}
+
+/// Whether `v` is a request- or response-derived collection whose size
+/// [`crate::eval::data::TxData::collection_len`] knows.
+pub(crate) fn collection(v: Variable) -> bool {
+    use Variable as V;
+    matches!(
+        v,
+        V::Args
+            | V::ArgsGet
+            | V::ArgsPost
+            | V::ArgsNames
+            | V::ArgsGetNames
+            | V::ArgsPostNames
+            | V::RequestHeaders
+            | V::RequestHeadersNames
+            | V::RequestCookies
+            | V::RequestCookiesNames
+            | V::ResponseHeaders
+            | V::ResponseHeadersNames
+            | V::Files
+            | V::FilesNames
+            | V::FilesSizes
+            | V::MultipartPartHeaders
+            | V::MultipartFilename
+            | V::MultipartName
+            | V::Xml
+    )
+}
+
+/// Summaries by (group, variable, key).
+type SummaryIndex = HashMap<(u32, Variable, Option<Vec<u8>>), u32>;
+
+/// Plans every rule (chained ones too) and returns the summaries they read.
+pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
+    let mut out = Summaries::default();
+    let mut index: SummaryIndex = HashMap::new();
+    fn visit(rule: &mut Rule, out: &mut Summaries, index: &mut SummaryIndex) {
+        if let Some(op) = &rule.operator {
+            rule.plan.collections_only = !rule.targets.is_empty()
+                && rule
+                    .targets
+                    .iter()
+                    .all(|t| !t.count && collection(t.variable));
+            rule.plan.tx_test = matches!(
+                rule.targets.as_slice(),
+                [t] if t.variable == Variable::Tx
+                    && !t.count
+                    && matches!(t.selector, Selector::Key(_))
+            ) && rule.transformations.is_empty()
+                && rule.exclusions.is_empty()
+                && !rule.capture
+                && !rule.multi_match;
+            let summarisable = !op.negated
+                && !rule.multi_match
+                && !rule.targets.is_empty()
+                && rule.targets.iter().all(|t| !t.count && keyed(t.variable));
+            if let (Some(pf), true) = (rule.prefilter, summarisable) {
+                let start = out.refs.len() as u32;
+                for t in &rule.targets {
+                    let key = match &t.selector {
+                        Selector::Key(k) => Some(k.clone()),
+                        _ => None,
+                    };
+                    let entry = index.entry((pf.group, t.variable, key.clone()));
+                    let id = *entry.or_insert_with(|| {
+                        out.specs.push(Summary {
+                            group: pf.group,
+                            variable: t.variable,
+                            selector: key.map_or(Selector::All, Selector::Key),
+                        });
+                        out.specs.len() as u32 - 1
+                    });
+                    if !out.refs[start as usize..].contains(&id) {
+                        out.refs.push(id);
+                    }
+                }
+                rule.plan.summaries = (start, out.refs.len() as u32);
+            }
+        }
+        if let Some(child) = &mut rule.chain {
+            visit(child, out, index);
+        }
+    }
+    for rule in rules.iter_mut() {
+        visit(rule, &mut out, &mut index);
+    }
+    out
+}

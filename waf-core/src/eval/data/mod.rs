@@ -1,0 +1,621 @@
+//! What a transaction knows: request and response data, `TX`, matched variables, and how
+//! a target (`ARGS:foo`, `&REQUEST_HEADERS`, `TX:/^score/`) turns into values.
+//!
+//! Values are visited in place through a callback, never collected into a vector, so a
+//! benign request allocates nothing here. Each request-derived value carries a stable
+//! [`ValueKey`] (source and index) so the transformation cache can recognise it for the
+//! rest of the transaction: collections only grow (the body adds `ARGS_POST`, the
+//! response adds its headers), so a key never names two different values; single values
+//! carry the phase in their key, since some change between phases.
+//!
+//! The variables are visited family by family, one module each: [`args`], [`headers`],
+//! [`files`], [`body`], [`state`], [`server`].
+
+mod args;
+mod body;
+mod files;
+mod headers;
+mod server;
+mod state;
+
+use std::collections::HashMap;
+
+use crate::actions::ctl::BodyProcessor;
+use crate::actions::CollectionName;
+use crate::eval::cache::FastState;
+use crate::eval::store::Record;
+use crate::macros::MacroExpander;
+use crate::variables::{Selector, Variable};
+
+/// A name/value pair with the name as sent.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pair {
+    pub(crate) key: Vec<u8>,
+    pub(crate) value: Vec<u8>,
+}
+
+impl Pair {
+    pub(crate) fn new(key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Pair {
+        Pair {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// An uploaded file part.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileInfo {
+    pub(crate) field: Vec<u8>,
+    pub(crate) filename: Vec<u8>,
+    pub(crate) size: usize,
+}
+
+/// Identity of a request-derived value for the transformation cache: `(source << 32) | index`.
+pub(crate) type ValueKey = u64;
+
+/// Sources of cacheable values (the high half of a [`ValueKey`]).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Source {
+    ArgGetValue = 1,
+    ArgGetName,
+    ArgPostValue,
+    ArgPostName,
+    HeaderValue,
+    HeaderName,
+    CookieValue,
+    CookieName,
+    Single,
+    FileName,
+    FileField,
+    PartHeader,
+    XmlText,
+    XmlAttr,
+    RespHeaderValue,
+    RespHeaderName,
+}
+
+/// Sources a [`ValueKey`] can name: the table of transformed values keeps a row index per
+/// (source, index) (`eval::cache`).
+pub(crate) const SOURCES: usize = Source::RespHeaderName as usize + 1;
+
+// Single values are keyed by `phase << 8 | variable`.
+const _: () = assert!(crate::variables::Variable::ALL.len() <= 256);
+
+fn key_of(source: Source, index: usize) -> Option<ValueKey> {
+    Some(((source as u64) << 32) | (index as u64 & 0xffff_ffff))
+}
+
+/// Multipart strict-validation flags, in `MULTIPART_*` order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MultipartFlags {
+    pub(crate) boundary_quoted: bool,
+    pub(crate) boundary_whitespace: bool,
+    pub(crate) crlf_lf_lines: bool,
+    pub(crate) data_after: bool,
+    pub(crate) data_before: bool,
+    pub(crate) file_limit_exceeded: bool,
+    pub(crate) header_folding: bool,
+    pub(crate) invalid_header_folding: bool,
+    pub(crate) invalid_part: bool,
+    pub(crate) invalid_quoting: bool,
+    pub(crate) lf_line: bool,
+    pub(crate) missing_semicolon: bool,
+    pub(crate) unmatched_boundary: u8,
+    pub(crate) strict_error: bool,
+}
+
+/// Everything rules can read in a transaction.
+#[derive(Debug, Default)]
+pub(crate) struct TxData {
+    pub(crate) remote_addr: Vec<u8>,
+    pub(crate) remote_port: Vec<u8>,
+    pub(crate) server_addr: Vec<u8>,
+    pub(crate) server_port: Vec<u8>,
+    pub(crate) unique_id: Vec<u8>,
+    /// Request time, seconds since the epoch.
+    pub(crate) epoch_secs: u64,
+
+    pub(crate) method: Vec<u8>,
+    pub(crate) protocol: Vec<u8>,
+    pub(crate) uri_raw: Vec<u8>,
+    pub(crate) uri: Vec<u8>,
+    pub(crate) filename: Vec<u8>,
+    pub(crate) basename: Vec<u8>,
+    pub(crate) query_string: Vec<u8>,
+    pub(crate) request_line: Vec<u8>,
+    pub(crate) request_headers: Vec<Pair>,
+    pub(crate) cookies: Vec<Pair>,
+    pub(crate) args_get: Vec<Pair>,
+    pub(crate) args_post: Vec<Pair>,
+    pub(crate) urlencoded_error: bool,
+
+    pub(crate) request_body: Vec<u8>,
+    /// Whether REQUEST_BODY exposes the body (URLENCODED or forced).
+    pub(crate) request_body_visible: bool,
+    pub(crate) request_body_length: usize,
+    pub(crate) body_processor: Option<BodyProcessor>,
+    pub(crate) reqbody_error: bool,
+    pub(crate) reqbody_error_msg: Vec<u8>,
+    pub(crate) files: Vec<FileInfo>,
+    pub(crate) part_headers: Vec<Pair>,
+    pub(crate) multipart_names: Vec<Vec<u8>>,
+    pub(crate) multipart_filenames: Vec<Vec<u8>>,
+    pub(crate) multipart: MultipartFlags,
+    pub(crate) xml_text: Vec<Vec<u8>>,
+    pub(crate) xml_attrs: Vec<Vec<u8>>,
+
+    pub(crate) response_status: Vec<u8>,
+    pub(crate) response_protocol: Vec<u8>,
+    pub(crate) response_headers: Vec<Pair>,
+    pub(crate) response_body: Vec<u8>,
+    pub(crate) response_content_type: Vec<u8>,
+    pub(crate) response_content_length: Vec<u8>,
+    pub(crate) outbound_data_error: bool,
+    pub(crate) inbound_data_error: bool,
+
+    /// `TX`, keys lower-cased.
+    pub(crate) tx: super::vars::TxVars,
+    /// Persistent collections loaded by `initcol`: (record key, record).
+    pub(crate) collections: HashMap<CollectionName, (Vec<u8>, Record)>,
+    /// `ENV`, keys lower-cased.
+    pub(crate) env: HashMap<Vec<u8>, Vec<u8>, FastState>,
+
+    pub(crate) matched_var: Vec<u8>,
+    pub(crate) matched_var_name: Vec<u8>,
+    /// `MATCHED_VARS` of the current rule: (name, value) ranges into `matched_buf`; the
+    /// name is the variable name (`ARGS:foo`). Flat, so a match allocates nothing once the
+    /// buffers have grown.
+    pub(crate) matched_vars: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    pub(crate) matched_buf: Vec<u8>,
+    pub(crate) highest_severity: u8,
+    pub(crate) rule_id: u64,
+    pub(crate) duration_micros: u64,
+    /// The phase being evaluated (1..=5).
+    pub(crate) phase: u8,
+    pub(crate) web_app_id: Vec<u8>,
+}
+
+/// How a visited value is named, for `MATCHED_VAR_NAME`.
+#[derive(Clone, Copy)]
+pub(crate) struct VarName<'a> {
+    pub(crate) variable: Variable,
+    pub(crate) key: Option<&'a [u8]>,
+}
+
+impl VarName<'_> {
+    pub(crate) fn render(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.variable.name().as_bytes());
+        if let Some(k) = self.key {
+            out.push(b':');
+            out.extend_from_slice(k);
+        }
+    }
+}
+
+/// Formats a number into a small stack buffer.
+pub(crate) struct Num {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl Num {
+    pub(crate) fn new(n: i128) -> Num {
+        let mut buf = [0u8; 24];
+        let mut tmp = [0u8; 24];
+        let neg = n < 0;
+        let mut v = n.unsigned_abs();
+        let mut i = 0;
+        loop {
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            i += 1;
+            if v == 0 || i >= 23 {
+                break;
+            }
+        }
+        let mut len = 0;
+        if neg {
+            buf[0] = b'-';
+            len = 1;
+        }
+        while i > 0 {
+            i -= 1;
+            buf[len] = tmp[i];
+            len += 1;
+        }
+        Num { buf, len }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Callback for visited values: cache key (None when not cacheable), name, value.
+pub(crate) type Visit<'v> = dyn FnMut(Option<ValueKey>, VarName<'_>, &[u8]) + 'v;
+
+/// Visits a collection of named values (`TX`, `ENV`): for a key selector the one value of
+/// that name (`get`, names stored lower-cased), otherwise every matching one (`all`) in
+/// name order, so the order does not depend on the table's history.
+fn visit_named<'a>(
+    variable: Variable,
+    selector: &Selector,
+    excluded: &dyn Fn(&[u8]) -> bool,
+    get: impl Fn(&[u8]) -> Option<&'a [u8]>,
+    all: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    f: &mut Visit<'_>,
+) {
+    let mut visit = |k: &[u8], v: &[u8]| {
+        f(
+            None,
+            VarName {
+                variable,
+                key: Some(k),
+            },
+            v,
+        )
+    };
+    match selector {
+        Selector::Key(k) => {
+            if let Some(v) = get(k) {
+                if !excluded(k) {
+                    visit(k, v);
+                }
+            }
+        }
+        _ => {
+            let mut vars: Vec<(&[u8], &[u8])> = all
+                .filter(|(k, _)| selector.matches(k) && !excluded(k))
+                .collect();
+            vars.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            for (k, v) in vars {
+                visit(k, v);
+            }
+        }
+    }
+}
+
+/// What a family's visit needs besides the callback: the target being visited. Its methods
+/// are the shapes values come in (pairs, names, one value, a number, a flag, a list).
+#[derive(Clone, Copy)]
+struct Emit<'s> {
+    variable: Variable,
+    selector: &'s Selector,
+    excluded: &'s dyn Fn(&[u8]) -> bool,
+    /// The phase being evaluated, part of a single value's cache key.
+    phase: u8,
+}
+
+impl Emit<'_> {
+    /// The values of `list`, keyed by `source`.
+    fn pairs(&self, list: &[Pair], source: Source, f: &mut Visit<'_>) {
+        for (i, p) in list.iter().enumerate() {
+            if self.selector.matches(&p.key) && !(self.excluded)(&p.key) {
+                f(
+                    key_of(source, i),
+                    VarName {
+                        variable: self.variable,
+                        key: Some(&p.key),
+                    },
+                    &p.value,
+                );
+            }
+        }
+    }
+
+    /// The names of `list`, keyed by `source`.
+    fn names(&self, list: &[Pair], source: Source, f: &mut Visit<'_>) {
+        for (i, p) in list.iter().enumerate() {
+            if self.selector.matches(&p.key) && !(self.excluded)(&p.key) {
+                f(
+                    key_of(source, i),
+                    VarName {
+                        variable: self.variable,
+                        key: Some(&p.key),
+                    },
+                    &p.key,
+                );
+            }
+        }
+    }
+
+    /// A single-valued variable, excluded as a whole
+    /// (`ctl:ruleRemoveTargetById=1;REQUEST_FILENAME`).
+    fn single(&self, value: &[u8], f: &mut Visit<'_>) {
+        if !(self.excluded)(b"") {
+            f(
+                // Single values may change between phases (`REQBODY_PROCESSOR`,
+                // `RESPONSE_STATUS`, ...), and cached results live for the whole
+                // transaction: the phase is part of their key.
+                key_of(
+                    Source::Single,
+                    usize::from(self.phase) << 8 | self.variable as usize,
+                ),
+                VarName {
+                    variable: self.variable,
+                    key: None,
+                },
+                value,
+            )
+        }
+    }
+
+    /// A number (not cached: it is formatted on the stack).
+    fn number(&self, n: i128, f: &mut Visit<'_>) {
+        f(
+            None,
+            VarName {
+                variable: self.variable,
+                key: None,
+            },
+            Num::new(n).as_bytes(),
+        )
+    }
+
+    /// A flag, as 0 or 1.
+    fn flag(&self, b: bool, f: &mut Visit<'_>) {
+        self.number(i128::from(b), f)
+    }
+
+    /// A list of values that are their own names, keyed by `source`.
+    fn list(&self, items: &[Vec<u8>], source: Source, f: &mut Visit<'_>) {
+        for (i, v) in items.iter().enumerate() {
+            if self.selector.matches(v) && !(self.excluded)(v) {
+                f(
+                    key_of(source, i),
+                    VarName {
+                        variable: self.variable,
+                        key: Some(v),
+                    },
+                    v,
+                );
+            }
+        }
+    }
+}
+
+impl TxData {
+    /// Calls `f` for every value of `variable` selected by `selector` and not rejected by
+    /// `excluded(key)`. Each family of variables has its own module (`args`, `headers`,
+    /// `files`, `body`, `state`, `server`).
+    pub(crate) fn visit(
+        &self,
+        variable: Variable,
+        selector: &Selector,
+        excluded: &dyn Fn(&[u8]) -> bool,
+        f: &mut Visit<'_>,
+    ) {
+        use Variable as V;
+        match variable {
+            V::Args
+            | V::ArgsCombinedSize
+            | V::ArgsGet
+            | V::ArgsGetNames
+            | V::ArgsNames
+            | V::ArgsPost
+            | V::ArgsPostNames => self.visit_args(variable, selector, excluded, f),
+            V::RequestCookies
+            | V::RequestCookiesNames
+            | V::RequestHeaders
+            | V::RequestHeadersNames
+            | V::ResponseHeaders
+            | V::ResponseHeadersNames => self.visit_headers(variable, selector, excluded, f),
+            V::Files
+            | V::FilesCombinedSize
+            | V::FilesNames
+            | V::FilesSizes
+            | V::FilesTmpContent
+            | V::FilesTmpNames
+            | V::MultipartBoundaryQuoted
+            | V::MultipartBoundaryWhitespace
+            | V::MultipartCrlfLfLines
+            | V::MultipartDataAfter
+            | V::MultipartDataBefore
+            | V::MultipartFileLimitExceeded
+            | V::MultipartFilename
+            | V::MultipartHeaderFolding
+            | V::MultipartInvalidHeaderFolding
+            | V::MultipartInvalidPart
+            | V::MultipartInvalidQuoting
+            | V::MultipartLfLine
+            | V::MultipartMissingSemicolon
+            | V::MultipartName
+            | V::MultipartPartHeaders
+            | V::MultipartStrictError
+            | V::MultipartUnmatchedBoundary => self.visit_files(variable, selector, excluded, f),
+            V::FullRequest
+            | V::FullRequestLength
+            | V::InboundDataError
+            | V::OutboundDataError
+            | V::ReqbodyError
+            | V::ReqbodyErrorMsg
+            | V::ReqbodyProcessor
+            | V::ReqbodyProcessorError
+            | V::ReqbodyProcessorErrorMsg
+            | V::RequestBody
+            | V::RequestBodyLength
+            | V::ResponseBody
+            | V::ResponseContentLength
+            | V::ResponseContentType
+            | V::ResponseProtocol
+            | V::ResponseStatus
+            | V::StatusLine
+            | V::UrlencodedError
+            | V::Xml => self.visit_body(variable, selector, excluded, f),
+            V::Duration
+            | V::Env
+            | V::Global
+            | V::HighestSeverity
+            | V::Ip
+            | V::MatchedVar
+            | V::MatchedVarName
+            | V::MatchedVars
+            | V::MatchedVarsNames
+            | V::Resource
+            | V::Rule
+            | V::Session
+            | V::Tx
+            | V::User => self.visit_state(variable, selector, excluded, f),
+            V::AuthType
+            | V::Geo
+            | V::ModsecBuild
+            | V::PathInfo
+            | V::QueryString
+            | V::RemoteAddr
+            | V::RemoteHost
+            | V::RemotePort
+            | V::RemoteUser
+            | V::RequestBasename
+            | V::RequestFilename
+            | V::RequestLine
+            | V::RequestMethod
+            | V::RequestProtocol
+            | V::RequestUri
+            | V::RequestUriRaw
+            | V::ServerAddr
+            | V::ServerName
+            | V::ServerPort
+            | V::SessionId
+            | V::Time
+            | V::TimeDay
+            | V::TimeEpoch
+            | V::TimeHour
+            | V::TimeMin
+            | V::TimeMon
+            | V::TimeSec
+            | V::TimeWday
+            | V::TimeYear
+            | V::UniqueId
+            | V::UserId
+            | V::WebAppId => self.visit_server(variable, selector, excluded, f),
+        }
+    }
+
+    /// For list-backed collections: how many values a full-collection target visits.
+    /// `None` for every other variable.
+    pub(crate) fn indexed_len(&self, variable: Variable) -> Option<usize> {
+        use Variable as V;
+        Some(match variable {
+            V::Args | V::ArgsNames => self.args_get.len() + self.args_post.len(),
+            V::ArgsGet | V::ArgsGetNames => self.args_get.len(),
+            V::ArgsPost | V::ArgsPostNames => self.args_post.len(),
+            V::RequestHeaders | V::RequestHeadersNames => self.request_headers.len(),
+            V::RequestCookies | V::RequestCookiesNames => self.cookies.len(),
+            _ => return None,
+        })
+    }
+
+    /// Calls `f` for every value any selector of `variable` can yield: what
+    /// [`TxData::visit`] yields with no selector, and for `XML` also the attribute values
+    /// (`XML://@*`), which no other selector reaches.
+    pub(crate) fn visit_every(&self, variable: Variable, f: &mut Visit<'_>) {
+        self.visit(variable, &Selector::All, &|_| false, f);
+        if variable == Variable::Xml {
+            for (i, v) in self.xml_attrs.iter().enumerate() {
+                f(
+                    key_of(Source::XmlAttr, i),
+                    VarName {
+                        variable,
+                        key: Some(b"//@*"),
+                    },
+                    v,
+                );
+            }
+        }
+    }
+
+    /// For a collection [`crate::compile::plan::collection`] names, how many values
+    /// [`TxData::visit`] yields with no selector: 0 means it yields none with any selector.
+    pub(crate) fn collection_len(&self, variable: Variable) -> usize {
+        use Variable as V;
+        match variable {
+            V::Files | V::FilesNames | V::FilesSizes => self.files.len(),
+            V::MultipartPartHeaders => self.part_headers.len(),
+            V::MultipartFilename => self.multipart_filenames.len(),
+            V::MultipartName => self.multipart_names.len(),
+            V::Xml => self.xml_text.len() + self.xml_attrs.len(),
+            V::ResponseHeaders | V::ResponseHeadersNames => self.response_headers.len(),
+            // The planner marks only collections; anything else counts as non-empty.
+            other => self.indexed_len(other).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The `pos`-th value [`TxData::visit`] yields for `variable` with no selector, with
+    /// the same cache key, name and value. `pos` must be below [`TxData::indexed_len`].
+    pub(crate) fn indexed(
+        &self,
+        variable: Variable,
+        pos: usize,
+    ) -> (Option<ValueKey>, VarName<'_>, &[u8]) {
+        use Variable as V;
+        let get = self.args_get.len();
+        let (list, index, source, names): (&[Pair], usize, Source, bool) = match variable {
+            V::Args if pos < get => (&self.args_get, pos, Source::ArgGetValue, false),
+            V::Args => (&self.args_post, pos - get, Source::ArgPostValue, false),
+            V::ArgsNames if pos < get => (&self.args_get, pos, Source::ArgGetName, true),
+            V::ArgsNames => (&self.args_post, pos - get, Source::ArgPostName, true),
+            V::ArgsGet => (&self.args_get, pos, Source::ArgGetValue, false),
+            V::ArgsGetNames => (&self.args_get, pos, Source::ArgGetName, true),
+            V::ArgsPost => (&self.args_post, pos, Source::ArgPostValue, false),
+            V::ArgsPostNames => (&self.args_post, pos, Source::ArgPostName, true),
+            V::RequestHeaders => (&self.request_headers, pos, Source::HeaderValue, false),
+            V::RequestHeadersNames => (&self.request_headers, pos, Source::HeaderName, true),
+            V::RequestCookies => (&self.cookies, pos, Source::CookieValue, false),
+            _ => (&self.cookies, pos, Source::CookieName, true),
+        };
+        let p = &list[index];
+        let name = VarName {
+            variable,
+            key: Some(&p.key),
+        };
+        (
+            key_of(source, index),
+            name,
+            if names { &p.key } else { &p.value },
+        )
+    }
+
+    /// Number of values a `&VAR` target counts.
+    pub(crate) fn count(
+        &self,
+        variable: Variable,
+        selector: &Selector,
+        excluded: &dyn Fn(&[u8]) -> bool,
+    ) -> usize {
+        let mut n = 0;
+        self.visit(variable, selector, excluded, &mut |_, _, _| n += 1);
+        n
+    }
+}
+
+impl MacroExpander for TxData {
+    fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
+        match (variable, key) {
+            // A missing TX variable expands to nothing, as `append_variable` says.
+            (Variable::Tx, Some(k)) => Some(self.tx.get(k.as_bytes()).unwrap_or_default()),
+            _ => None,
+        }
+    }
+
+    fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
+        if let (Variable::Tx, Some(k)) = (variable, key) {
+            if let Some(v) = self.tx.get(k.as_bytes()) {
+                out.extend_from_slice(v);
+            }
+            return;
+        }
+        let selector = match key {
+            Some(k) => Selector::Key(k.as_bytes().to_vec()),
+            None => Selector::All,
+        };
+        let mut done = false;
+        self.visit(variable, &selector, &|_| false, &mut |_, _, v| {
+            if !done {
+                out.extend_from_slice(v);
+                done = true;
+            }
+        });
+    }
+}

@@ -1,0 +1,116 @@
+//! What rules themselves set or produced: `TX`, `ENV`, persistent collections, matched variables, the current rule, severity and duration.
+
+use super::{visit_named, Emit, Num, TxData, VarName, Visit};
+use crate::actions::CollectionName;
+use crate::variables::{Selector, Variable};
+
+impl TxData {
+    /// [`TxData::visit`] for this family.
+    pub(super) fn visit_state(
+        &self,
+        variable: Variable,
+        selector: &Selector,
+        excluded: &dyn Fn(&[u8]) -> bool,
+        f: &mut Visit<'_>,
+    ) {
+        use Variable as V;
+        let e = Emit {
+            variable,
+            selector,
+            excluded,
+            phase: self.phase,
+        };
+        match variable {
+            V::Tx => visit_named(
+                variable,
+                selector,
+                excluded,
+                |k| self.tx.get(k),
+                self.tx.iter(),
+                f,
+            ),
+            V::Env => visit_named(
+                variable,
+                selector,
+                excluded,
+                |k| self.env.get(k).map(Vec::as_slice),
+                self.env.iter().map(|(k, v)| (k.as_slice(), v.as_slice())),
+                f,
+            ),
+            V::Ip | V::Global | V::Session | V::User | V::Resource => {
+                let col = match variable {
+                    V::Ip => CollectionName::Ip,
+                    V::Global => CollectionName::Global,
+                    V::Session => CollectionName::Session,
+                    V::User => CollectionName::User,
+                    _ => CollectionName::Resource,
+                };
+                if let Some((_, rec)) = self.collections.get(&col) {
+                    let mut keys: Vec<&Vec<u8>> = rec
+                        .vars
+                        .keys()
+                        .filter(|k| selector.matches(k) && !excluded(k))
+                        .collect();
+                    keys.sort();
+                    for k in keys {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(k),
+                            },
+                            &rec.vars[k].0,
+                        );
+                    }
+                }
+            }
+            V::MatchedVars | V::MatchedVarsNames => {
+                for (name, value) in &self.matched_vars {
+                    let key = &self.matched_buf[name.clone()];
+                    let value = &self.matched_buf[value.clone()];
+                    if selector.matches(key) && !excluded(key) {
+                        f(
+                            None,
+                            VarName {
+                                variable,
+                                key: Some(key),
+                            },
+                            if variable == V::MatchedVars {
+                                value
+                            } else {
+                                key
+                            },
+                        );
+                    }
+                }
+            }
+            V::MatchedVar => f(
+                None,
+                VarName {
+                    variable,
+                    key: None,
+                },
+                &self.matched_var,
+            ),
+            V::MatchedVarName => f(
+                None,
+                VarName {
+                    variable,
+                    key: None,
+                },
+                &self.matched_var_name,
+            ),
+            V::Rule if selector.matches(b"id") => f(
+                None,
+                VarName {
+                    variable,
+                    key: Some(b"id"),
+                },
+                Num::new(i128::from(self.rule_id)).as_bytes(),
+            ),
+            V::HighestSeverity => e.number(i128::from(self.highest_severity), f),
+            V::Duration => e.number(i128::from(self.duration_micros), f),
+            _ => {}
+        }
+    }
+}
