@@ -137,6 +137,20 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
             199002,
         ),
         ("/", &json, "{not json", 100010),
+        // A "document" (blank line, code fence) lowers single signals but never hides an
+        // injection: libinjection and the quote rule still add up in one.
+        (
+            "/",
+            &form,
+            "comment=x%27%20or%20%271%27%3D%271%0A%0Ahello",
+            199002,
+        ),
+        (
+            "/",
+            &form,
+            "comment=%60%60%60%0Aa%3B%20cat%20%2Fetc%2Fpasswd%0A%60%60%60",
+            199002,
+        ),
     ];
     for (uri, headers, body, rule) in blocked {
         assert_eq!(
