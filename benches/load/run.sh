@@ -88,7 +88,8 @@ NGINX="${NGINX:-/usr/sbin/nginx}"
 MODSEC_MODULE="${MODSEC_MODULE:-/usr/lib/nginx/modules/ngx_http_modsecurity_module.so}"
 CRS="${CRS_DIR:-$ROOT/../shared/crs}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-WAF_PROXY_BIN="${WAF_PROXY_BIN:-$CARGO_TARGET_DIR/release/waf-proxy}"
+# The proxy's production build (fat LTO, one codegen unit: Cargo.toml's release-lto).
+WAF_PROXY_BIN="${WAF_PROXY_BIN:-$CARGO_TARGET_DIR/release-lto/waf-proxy}"
 # waf-proxy variants: name|the lines of the variant's [[host]] ({crs} is the CRS directory,
 # {rules} the ModSecurity-equivalent CRS PL1 config); continuation lines belong to the
 # variant above them.
@@ -136,6 +137,7 @@ need pgrep "procps"
 # The same package set as `cargo build --release -p waf-proxy -p waf-bench`, so nothing is
 # rebuilt with other features.
 cargo build -q --release -p waf-proxy -p waf-bench
+cargo build -q --profile release-lto -p waf-proxy
 PROFILE_BIN="$CARGO_TARGET_DIR/release/waf-profile"
 "$PROFILE_BIN" --print-config 1 >"$WORK/crs-pl1.conf"
 "$PROFILE_BIN" --print-body post_json_10k >"$WORK/body.json"
@@ -284,7 +286,7 @@ gateway_check() {
     modsec)
       [ -f "$MODSEC_MODULE" ] || { echo "binary missing: $MODSEC_MODULE (apt-get install libnginx-mod-http-modsecurity)"; return 1; } ;;
     proxy-*)
-      [ -x "$WAF_PROXY_BIN" ] || { echo "binary missing: $WAF_PROXY_BIN (cargo build --release -p waf-proxy)"; return 1; }
+      [ -x "$WAF_PROXY_BIN" ] || { echo "binary missing: $WAF_PROXY_BIN (cargo build --profile release-lto -p waf-proxy)"; return 1; }
       printf '%s\n' "$WAF_PROXY_VARIANTS" | grep -q "^$1|" || { echo "not in WAF_PROXY_VARIANTS"; return 1; } ;;
     *) echo "unknown gateway"; return 1 ;;
   esac

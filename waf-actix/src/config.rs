@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use waf_core::host::TrustedProxies;
+use waf_core::host::{HostOptions, TrustedProxies};
 use waf_core::Report;
 
 use crate::middleware::Waf;
@@ -19,42 +19,24 @@ pub const DEFAULT_REQUEST_BODY_LIMIT: usize = waf_core::limits::DEFAULT_REQUEST_
 pub const DEFAULT_RESPONSE_BODY_LIMIT: usize = waf_core::limits::DEFAULT_RESPONSE_BODY_LIMIT;
 
 /// The response header that carries the request id, by default.
-pub const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+pub const DEFAULT_REQUEST_ID_HEADER: &str = waf_core::host::DEFAULT_REQUEST_ID_HEADER;
 
-/// What to do with a body larger than its limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OverLimit {
-    /// Answer with an intervention: 413 for a request body (the handler never runs), 500 for
-    /// a response body. In detection-only mode this is reported as a would-be intervention
-    /// and the body is handled as with `ProcessPartial`.
-    Reject,
-    /// Inspect the first `limit` bytes, then pass the whole body through unchanged.
-    ProcessPartial,
-}
+/// What to do with a body larger than its limit (shared by every host adapter).
+pub use waf_core::host::OverLimit;
 
 pub(crate) type Sink = waf_core::host::ReportSink;
 
 pub(crate) struct Config {
     pub(crate) waf: waf_core::Waf,
-    pub(crate) trusted_proxies: TrustedProxies,
-    pub(crate) request_id_header: http::HeaderName,
-    pub(crate) request_body_limit: usize,
-    pub(crate) request_body_over_limit: OverLimit,
-    pub(crate) response_body_limit: usize,
-    pub(crate) response_body_over_limit: OverLimit,
+    /// Trusted proxies, request id header, body limits and their over-limit actions.
+    pub(crate) options: HostOptions,
     pub(crate) sink: Sink,
 }
 
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("trusted_proxies", &self.trusted_proxies.to_string())
-            .field("request_id_header", &self.request_id_header)
-            .field("request_body_limit", &self.request_body_limit)
-            .field("request_body_over_limit", &self.request_body_over_limit)
-            .field("response_body_limit", &self.response_body_limit)
-            .field("response_body_over_limit", &self.response_body_over_limit)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -70,12 +52,7 @@ impl WafBuilder {
         WafBuilder {
             config: Config {
                 waf,
-                trusted_proxies: TrustedProxies::none(),
-                request_id_header: http::HeaderName::from_static(DEFAULT_REQUEST_ID_HEADER),
-                request_body_limit: DEFAULT_REQUEST_BODY_LIMIT,
-                request_body_over_limit: OverLimit::Reject,
-                response_body_limit: DEFAULT_RESPONSE_BODY_LIMIT,
-                response_body_over_limit: OverLimit::ProcessPartial,
+                options: HostOptions::default(),
                 sink: Arc::new(trace_report),
             },
         }
@@ -84,14 +61,14 @@ impl WafBuilder {
     /// Proxies whose `X-Forwarded-For` / `Forwarded` headers and request id are believed.
     /// Default: none, so the client is always the peer.
     pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
-        self.config.trusted_proxies = trusted;
+        self.config.options.trusted_proxies = trusted;
         self
     }
 
     /// The header that carries the request id on every response (and, from a trusted
     /// proxy, on the request). Default: [`DEFAULT_REQUEST_ID_HEADER`] (`x-request-id`).
     pub fn request_id_header(mut self, name: http::HeaderName) -> Self {
-        self.config.request_id_header = name;
+        self.config.options.request_id_header = name;
         self
     }
 
@@ -99,28 +76,28 @@ impl WafBuilder {
     /// [`DEFAULT_REQUEST_BODY_LIMIT`]. The engine's `SecRequestBodyLimit` also applies: the
     /// smaller limit wins.
     pub fn request_body_limit(mut self, bytes: usize) -> Self {
-        self.config.request_body_limit = bytes;
+        self.config.options.request_body_limit = bytes;
         self
     }
 
     /// What to do with a request body over the limit. Default: [`OverLimit::Reject`] (413).
     /// A `Content-Length` over the limit is rejected before any of the body is read.
     pub fn request_body_over_limit(mut self, action: OverLimit) -> Self {
-        self.config.request_body_over_limit = action;
+        self.config.options.request_body_over_limit = action;
         self
     }
 
     /// The most response body bytes buffered for inspection (only for MIME types the rules
     /// inspect). Default: [`DEFAULT_RESPONSE_BODY_LIMIT`].
     pub fn response_body_limit(mut self, bytes: usize) -> Self {
-        self.config.response_body_limit = bytes;
+        self.config.options.response_body_limit = bytes;
         self
     }
 
     /// What to do with an inspected response body over the limit. Default:
     /// [`OverLimit::ProcessPartial`].
     pub fn response_body_over_limit(mut self, action: OverLimit) -> Self {
-        self.config.response_body_over_limit = action;
+        self.config.options.response_body_over_limit = action;
         self
     }
 
@@ -177,6 +154,8 @@ pub(crate) fn trace_report(report: &Report) {
             status = i.status,
             rule_id = i.rule_id,
             matched_rules = ?rules,
+            inbound_anomaly_score = report.inbound_anomaly_score,
+            outbound_anomaly_score = report.outbound_anomaly_score,
             "request would have been blocked (detection only)"
         );
     } else if !rules.is_empty() {
@@ -189,5 +168,61 @@ pub(crate) fn trace_report(report: &Report) {
         );
     } else {
         tracing::trace!(target: "waf", request_id = %report.unique_id, action = "pass", "clean");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use waf_core::{DisruptiveAction, Intervention, Report};
+
+    /// What `trace_report` logs for `report`, as `tracing-subscriber`'s text format.
+    fn logged(report: &Report) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let out = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || super::trace_report(report));
+        let text = buf.0.lock().unwrap().clone();
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn blocks_and_would_be_blocks_carry_the_anomaly_scores() {
+        let i = Intervention {
+            status: 403,
+            action: DisruptiveAction::Deny,
+            rule_id: 949110,
+            message: None,
+        };
+        let mut blocked = Report::default();
+        blocked.inbound_anomaly_score = 15;
+        blocked.outbound_anomaly_score = 4;
+        blocked.intervention = Some(i.clone());
+        let mut detected = Report::default();
+        detected.inbound_anomaly_score = 15;
+        detected.outbound_anomaly_score = 4;
+        detected.would_intervene = Some(i);
+        for (r, action) in [(&blocked, "block"), (&detected, "detect")] {
+            let line = logged(r);
+            assert!(line.contains(&format!("action=\"{action}\"")), "{line}");
+            assert!(line.contains("inbound_anomaly_score=15"), "{line}");
+            assert!(line.contains("outbound_anomaly_score=4"), "{line}");
+        }
     }
 }

@@ -16,7 +16,7 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use waf_core::host::{block_response, client_addr, request_id};
 use waf_core::{
-    ConnectionInfo, DisruptiveAction, EngineMode, Intervention, RequestHead, ResponseHead, Verdict,
+    ConnectionInfo, DisruptiveAction, Intervention, RequestHead, ResponseHead, Verdict,
 };
 
 use crate::body::{PrefixedPayload, WafBody};
@@ -116,7 +116,7 @@ where
     for name in [
         http::header::FORWARDED,
         http::HeaderName::from_static("x-forwarded-for"),
-        config.request_id_header.clone(),
+        config.options.request_id_header.clone(),
     ] {
         for v in req.headers().get_all(name.as_str()) {
             if let Ok(v) = http::HeaderValue::from_bytes(v.as_bytes()) {
@@ -124,12 +124,12 @@ where
             }
         }
     }
-    let trusted = config.trusted_proxies.contains(peer.ip());
-    let client = client_addr(peer.ip(), &forwarding, &config.trusted_proxies);
+    let trusted = config.options.trusted_proxies.contains(peer.ip());
+    let client = client_addr(peer.ip(), &forwarding, &config.options.trusted_proxies);
     let conn = ConnectionInfo::new(SocketAddr::new(client, peer.port()), local)
         .with_tls(req.connection_info().scheme() == "https");
     let now = SystemTime::now();
-    let tx = match request_id(&forwarding, trusted, &config.request_id_header) {
+    let tx = match request_id(&forwarding, trusted, &config.options.request_id_header) {
         Some(id) => config.waf.transaction_with_id(&conn, now, &id),
         None => config.waf.transaction(&conn, now),
     };
@@ -196,8 +196,8 @@ where
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > config.request_body_limit as u64)
-            && config.request_body_over_limit == OverLimit::Reject
+        if declared.is_some_and(|n| n > config.options.request_body_limit as u64)
+            && config.options.request_body_over_limit == OverLimit::Reject
         {
             if let Some(i) = over_limit(&config, &mut finisher, OverLimit::Reject, 413, "request") {
                 return Ok(req.into_response(ctx.block(finisher, &i)));
@@ -244,7 +244,7 @@ where
         let body = WafBody::new(None, Some(body), Some(finisher));
         return Ok(ServiceResponse::new(req, head.set_body(body)));
     }
-    let limit = config.response_body_limit;
+    let limit = config.options.response_body_limit;
     let mut buf = BytesMut::new();
     let mut rest = None;
     loop {
@@ -263,7 +263,7 @@ where
         }
         buf.extend_from_slice(&data);
         if data.len() > room {
-            let action = config.response_body_over_limit;
+            let action = config.options.response_body_over_limit;
             if let Some(i) = over_limit(&config, &mut finisher, action, 500, "response") {
                 return Ok(ServiceResponse::new(req, ctx.block(finisher, &i)));
             }
@@ -285,7 +285,7 @@ async fn read_request_body(
     finisher: &mut Finisher,
     mut payload: Payload,
 ) -> Result<Payload, Intervention> {
-    let limit = config.request_body_limit;
+    let limit = config.options.request_body_limit;
     let mut buf = BytesMut::new();
     loop {
         let chunk = std::future::poll_fn(|cx| Pin::new(&mut payload).poll_next(cx)).await;
@@ -300,7 +300,7 @@ async fn read_request_body(
         }
         buf.extend_from_slice(&data);
         if data.len() > room {
-            let action = config.request_body_over_limit;
+            let action = config.options.request_body_over_limit;
             if let Some(i) = over_limit(config, finisher, action, 413, "request") {
                 return Err(i);
             }
@@ -322,21 +322,7 @@ fn over_limit(
     status: u16,
     what: &str,
 ) -> Option<Intervention> {
-    if action != OverLimit::Reject {
-        return None;
-    }
-    let i = deny(status, &format!("{what} body is larger than the limit"));
-    match config.waf.engine_mode() {
-        EngineMode::On => {
-            finisher.set_intervention(i.clone());
-            Some(i)
-        }
-        EngineMode::DetectionOnly => {
-            finisher.set_would_intervene(i);
-            None
-        }
-        _ => None,
-    }
+    waf_core::host::over_limit(config.waf.engine_mode(), action, status, what, finisher)
 }
 
 fn deny(status: u16, message: &str) -> Intervention {
@@ -398,7 +384,7 @@ impl Ctx<'_> {
 
     fn set_request_id(&self, headers: &mut actix_web::http::header::HeaderMap) {
         if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(self.config.request_id_header.as_str().as_bytes()),
+            HeaderName::from_bytes(self.config.options.request_id_header.as_str().as_bytes()),
             HeaderValue::from_str(self.id),
         ) {
             headers.insert(name, value);

@@ -183,6 +183,28 @@ impl Waf {
     pub fn policy_counters(&self) -> Vec<PolicyCounter> {
         self.policy.counters()
     }
+
+    /// Whether a response body can be blocked: the engine is `On`, `SecResponseBodyAccess`
+    /// is on, and some phase-4 rule has a disruptive action (`deny`, `drop`, `redirect`,
+    /// with `block` resolved). A host that streams responses can hold the body for phase 4
+    /// only when this is true; otherwise phase 4 can log but never change the answer, so
+    /// holding the body would only cost memory and latency. (A `ctl:ruleEngine=On` in a
+    /// `DetectionOnly` engine is not counted.)
+    pub fn response_body_can_intervene(&self) -> bool {
+        let p = &self.program;
+        p.config.engine_mode == EngineMode::On
+            && p.config.response_body_access
+            && p.rules.iter().any(|r| {
+                r.phase == 4
+                    && matches!(
+                        r.disruptive,
+                        crate::actions::Disruptive::Deny
+                            | crate::actions::Disruptive::Drop
+                            | crate::actions::Disruptive::Block
+                            | crate::actions::Disruptive::Redirect(_)
+                    )
+            })
+    }
 }
 
 /// Collects rule sources, in order, and compiles them with [`WafBuilder::build`].
@@ -315,6 +337,24 @@ mod tests {
     fn waf_is_send_sync_and_cheap_to_clone() {
         fn assert_send_sync<T: Send + Sync + Clone>() {}
         assert_send_sync::<Waf>();
+    }
+
+    #[test]
+    fn response_body_can_intervene_needs_engine_access_and_a_disruptive_phase_4_rule() {
+        let build = |text: &str| Waf::builder().seclang("t", text).build().unwrap();
+        let deny4 = "SecRule RESPONSE_BODY \"@contains x\" \"id:1,phase:4,deny\"\n";
+        let log4 = "SecRule RESPONSE_BODY \"@contains x\" \"id:1,phase:4,pass,log\"\n";
+        let on = "SecRuleEngine On\nSecResponseBodyAccess On\n";
+        assert!(build(&format!("{on}{deny4}")).response_body_can_intervene());
+        assert!(!build(&format!("{on}{log4}")).response_body_can_intervene());
+        assert!(!build(&format!("SecRuleEngine On\n{deny4}")).response_body_can_intervene());
+        assert!(!build(&format!(
+            "SecRuleEngine DetectionOnly\nSecResponseBodyAccess On\n{deny4}"
+        ))
+        .response_body_can_intervene());
+        let default_deny = "SecDefaultAction \"phase:4,log,deny\"\n\
+            SecRule RESPONSE_BODY \"@contains x\" \"id:1,phase:4,block\"\n";
+        assert!(build(&format!("{on}{default_deny}")).response_body_can_intervene());
     }
 
     #[test]

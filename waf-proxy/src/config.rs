@@ -14,6 +14,11 @@
 //! header_read_timeout_ms = 10000       # slow request heads, and idle keep-alive
 //!                                      # connections: closed after this (default)
 //! body_read_timeout_ms = 30000         # slow bodies the WAF buffers: 408 (default)
+//! max_request_head = 32768             # request line + headers, bytes: 431 past it
+//! max_request_line = 8192              # request line, bytes: 414 past it
+//! max_headers = 100                    # header fields: 431 past it
+//! websocket_idle_timeout_ms = 300000   # an upgraded connection (WebSocket) with no byte
+//!                                      # either way for this long is closed (default)
 //! trusted_proxies = ["10.0.0.0/8"]     # peers whose X-Forwarded-For we believe (default: none)
 //! reload_poll_ms = 1000                # check the file for changes; 0 = only SIGHUP
 //! shutdown_timeout_ms = 10000          # SIGTERM: stop accepting, let requests finish
@@ -34,6 +39,12 @@
 //! idle_timeout_ms = 60000              # pooled idle connections are closed after this
 //! fail_timeout_ms = 10000              # a server that failed is skipped this long
 //! max_idle_per_server = 64
+//! # servers written "https://host:port" are reached over TLS, always verified:
+//! tls = { ca = "ca.pem", server_name = "app.internal", cert = "client.pem", key = "client.key" }
+//!                                      # ca defaults to the system bundle, server_name to
+//!                                      # the server's host; cert/key only for mutual TLS
+//! health = { path = "/healthz", interval_ms = 5000, timeout_ms = 2000, expect_status = 200,
+//!            rise = 2, fall = 3 }      # active checks (default: none; passive always on)
 //!
 //! [[host]]
 //! names = ["example.com", "*.example.com"]   # Host header and SNI; "*" matches any
@@ -42,7 +53,9 @@
 //! tls = { cert = "example.pem", key = "example.key" }
 //! waf = { mode = "block", rules = ["rules/*.conf"] }  # or crs = "/path/crs", paranoia = 2;
 //!                                      # neither: the built-in default profile
-//! limits = { max_request_body = 10485760 }
+//! limits = { max_request_body = 10485760, max_response_buffer = 1048576 }
+//!                                      # max_response_buffer: response bytes held for
+//!                                      # phase 4 when its rules can block (see proxy.rs)
 //! headers = { hsts = "max-age=31536000", csp = "default-src 'self'" }
 //! cookies = { secure = true, http_only = true, same_site = "Lax" }
 //! forwarding = { x_forwarded = true, forwarded = true }
@@ -55,6 +68,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use waf_core::host::TrustedProxies;
+
+/// Default idle timeout of an upgraded (WebSocket) connection: 5 minutes.
+pub const DEFAULT_WEBSOCKET_IDLE_TIMEOUT_MS: u64 = 300_000;
+/// Largest `max_request_head` accepted: hyper's read buffer must hold the head.
+pub const MAX_REQUEST_HEAD_CAP: usize = 256 * 1024;
+/// Largest `max_headers` accepted.
+pub const MAX_HEADERS_CAP: usize = 1000;
 
 /// Default plain HTTP listener.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -82,6 +102,8 @@ pub const DEFAULT_MAX_IDLE_PER_SERVER: usize = 64;
 /// Default request body limit (10 MiB): larger bodies get 413. Bodies the WAF inspects are
 /// buffered up to this size, so it is also the worst-case memory per request.
 pub const DEFAULT_MAX_REQUEST_BODY: u64 = 10 * 1024 * 1024;
+/// Default most response bytes held for phase 4 (1 MiB per request in flight).
+pub const DEFAULT_MAX_RESPONSE_BUFFER: u64 = 1024 * 1024;
 /// Default `Strict-Transport-Security` value, sent on HTTPS responses only.
 pub const DEFAULT_HSTS: &str = "max-age=31536000";
 
@@ -134,6 +156,16 @@ pub struct RawServer {
     pub header_read_timeout_ms: u64,
     /// Longest wait for the next chunk of a buffered request body, in ms (default 30000).
     pub body_read_timeout_ms: u64,
+    /// Longest request head (request line and headers) in bytes; 431 past it (default
+    /// 32768, at most 262144).
+    pub max_request_head: usize,
+    /// Longest request line in bytes; 414 past it (default 8192).
+    pub max_request_line: usize,
+    /// Most header fields in a request; 431 past it (default 100, at most 1000).
+    pub max_headers: usize,
+    /// An upgraded connection (WebSocket) is closed after this long without a byte in
+    /// either direction, in ms (default 300000).
+    pub websocket_idle_timeout_ms: u64,
     /// Trusted proxy networks (CIDR or address; default none).
     pub trusted_proxies: Vec<String>,
     /// Config file poll interval in ms; 0 disables polling (default 1000).
@@ -150,6 +182,10 @@ impl Default for RawServer {
             workers: 0,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
             body_read_timeout_ms: DEFAULT_BODY_READ_TIMEOUT_MS,
+            max_request_head: crate::edge::DEFAULT_MAX_REQUEST_HEAD,
+            max_request_line: crate::edge::DEFAULT_MAX_REQUEST_LINE,
+            max_headers: crate::edge::DEFAULT_MAX_HEADERS,
+            websocket_idle_timeout_ms: DEFAULT_WEBSOCKET_IDLE_TIMEOUT_MS,
             trusted_proxies: Vec::new(),
             reload_poll_ms: DEFAULT_RELOAD_POLL_MS,
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -210,7 +246,95 @@ pub struct RawUpstream {
     /// Idle connections kept per server and worker (default 64).
     #[serde(default = "d_max_idle")]
     pub max_idle_per_server: usize,
+    /// TLS to the servers written `https://host:port` (default: the system's CA bundle,
+    /// the server's own name, no client certificate).
+    #[serde(default)]
+    pub tls: Option<RawUpstreamTls>,
+    /// Active health checks (default: none; passive checks always run).
+    #[serde(default)]
+    pub health: Option<RawHealth>,
 }
+
+/// `health = { path, interval_ms, timeout_ms, expect_status, rise, fall }`: every
+/// `interval_ms` each server gets `GET path`; `fall` failures in a row (no answer within
+/// `timeout_ms`, or another status than `expect_status`) take it out of rotation, `rise`
+/// successes in a row put it back.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHealth {
+    /// The path to request (default `/`).
+    #[serde(default = "d_health_path")]
+    pub path: String,
+    /// Time between checks of a server, in ms (default 5000).
+    #[serde(default = "d_health_interval")]
+    pub interval_ms: u64,
+    /// Longest wait for the answer, in ms (default 2000).
+    #[serde(default = "d_health_timeout")]
+    pub timeout_ms: u64,
+    /// The status a healthy server answers (default 200).
+    #[serde(default = "d_health_status")]
+    pub expect_status: u16,
+    /// Successes in a row that bring a server back (default 2).
+    #[serde(default = "d_health_rise")]
+    pub rise: u32,
+    /// Failures in a row that take a server out (default 3).
+    #[serde(default = "d_health_fall")]
+    pub fall: u32,
+}
+
+fn d_health_path() -> String {
+    "/".into()
+}
+fn d_health_interval() -> u64 {
+    5000
+}
+fn d_health_timeout() -> u64 {
+    2000
+}
+fn d_health_status() -> u16 {
+    200
+}
+fn d_health_rise() -> u32 {
+    2
+}
+fn d_health_fall() -> u32 {
+    3
+}
+
+/// An upstream's active health check, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCheck {
+    /// `GET` this path.
+    pub path: http::uri::PathAndQuery,
+    /// Between checks.
+    pub interval: Duration,
+    /// Answer timeout.
+    pub timeout: Duration,
+    /// Healthy status.
+    pub expect_status: u16,
+    /// Successes to come back.
+    pub rise: u32,
+    /// Failures to go out.
+    pub fall: u32,
+}
+
+/// `tls = { ca, server_name, cert, key }` of an upstream. Certificates are always verified.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstreamTls {
+    /// PEM bundle of the CAs to trust (default [`SYSTEM_CA_BUNDLE`]).
+    pub ca: Option<PathBuf>,
+    /// The name to send in SNI and to verify the certificate against (default: the
+    /// server's host).
+    pub server_name: Option<String>,
+    /// PEM client certificate chain, for upstreams that require one (with `key`).
+    pub cert: Option<PathBuf>,
+    /// PEM private key of `cert`.
+    pub key: Option<PathBuf>,
+}
+
+/// Where the system's CA bundle is on Debian (`ca-certificates`).
+pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 fn d_connect() -> u64 {
     DEFAULT_CONNECT_TIMEOUT_MS
@@ -238,6 +362,9 @@ fn d_mode() -> String {
 }
 fn d_body() -> u64 {
     DEFAULT_MAX_REQUEST_BODY
+}
+fn d_response_buffer() -> u64 {
+    DEFAULT_MAX_RESPONSE_BUFFER
 }
 fn d_hsts() -> Option<String> {
     Some(DEFAULT_HSTS.into())
@@ -364,12 +491,19 @@ pub struct RawLimits {
     /// Largest request body in bytes (default 10 MiB); larger gets 413.
     #[serde(default = "d_body")]
     pub max_request_body: u64,
+    /// Most response bytes held back so that phase 4 can still replace the response, when
+    /// the host's rules can block in phase 4 and the response's type is inspected (default
+    /// 1 MiB). A longer body streams: what was held is sent, the rest follows, and phase 4
+    /// can then only log.
+    #[serde(default = "d_response_buffer")]
+    pub max_response_buffer: u64,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
+            max_response_buffer: DEFAULT_MAX_RESPONSE_BUFFER,
         }
     }
 }
@@ -492,6 +626,10 @@ pub struct Config {
     pub header_read_timeout: Duration,
     /// Body chunk timeout (buffered bodies).
     pub body_read_timeout: Duration,
+    /// Request head limits (the HTTP/1 edge).
+    pub head_limits: crate::edge::HeadLimits,
+    /// Idle timeout of upgraded connections.
+    pub websocket_idle_timeout: Duration,
     /// Trusted proxies.
     pub trusted_proxies: TrustedProxies,
     /// File poll interval; `None` = SIGHUP only.
@@ -540,6 +678,21 @@ pub struct UpstreamConfig {
     pub fail_timeout: Duration,
     /// Idle connections per server and worker.
     pub max_idle_per_server: usize,
+    /// TLS settings, used for the `https://` servers.
+    pub tls: UpstreamTls,
+    /// Active health check, if configured.
+    pub health: Option<HealthCheck>,
+}
+
+/// An upstream's TLS settings, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UpstreamTls {
+    /// The CA bundle to trust.
+    pub ca: PathBuf,
+    /// SNI and verification name; `None`: the server's host.
+    pub server_name: Option<String>,
+    /// Client certificate chain and key.
+    pub client: Option<(PathBuf, PathBuf)>,
 }
 
 /// WAF mode of a host.
@@ -637,6 +790,8 @@ pub struct HostConfig {
     pub waf: WafConfig,
     /// Request body limit.
     pub max_request_body: u64,
+    /// Response bytes held for a blocking phase 4.
+    pub max_response_buffer: u64,
     /// HSTS value.
     pub hsts: Option<String>,
     /// nosniff.
@@ -781,6 +936,27 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         if s.body_read_timeout_ms == 0 {
             errs.push("server.body_read_timeout_ms", "must be > 0");
         }
+        if s.websocket_idle_timeout_ms == 0 {
+            errs.push("server.websocket_idle_timeout_ms", "must be > 0");
+        }
+        if !(1024..=MAX_REQUEST_HEAD_CAP).contains(&s.max_request_head) {
+            errs.push(
+                "server.max_request_head",
+                format!("must be 1024..={MAX_REQUEST_HEAD_CAP}"),
+            );
+        }
+        if s.max_request_line < 64 || s.max_request_line > s.max_request_head {
+            errs.push(
+                "server.max_request_line",
+                "must be at least 64 and at most max_request_head",
+            );
+        }
+        if !(1..=MAX_HEADERS_CAP).contains(&s.max_headers) {
+            errs.push(
+                "server.max_headers",
+                format!("must be 1..={MAX_HEADERS_CAP}"),
+            );
+        }
         for (i, p) in s.trusted_proxies.iter().enumerate() {
             if let Err(e) = TrustedProxies::from_entries([p]) {
                 errs.push(format!("server.trusted_proxies[{i}]"), e.to_string());
@@ -820,6 +996,10 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                 errs.push(format!("{key}.servers"), "needs at least one server");
             }
             for (j, srv) in u.servers.iter().enumerate() {
+                let srv = srv
+                    .strip_prefix("https://")
+                    .or_else(|| srv.strip_prefix("http://"))
+                    .unwrap_or(srv);
                 let ok = srv
                     .rsplit_once(':')
                     .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
@@ -839,7 +1019,65 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                     errs.push(format!("{key}.{name}"), "must be > 0");
                 }
             }
+            let raw_tls = u.tls.unwrap_or(RawUpstreamTls {
+                ca: None,
+                server_name: None,
+                cert: None,
+                key: None,
+            });
+            let client = match (raw_tls.cert, raw_tls.key) {
+                (Some(c), Some(k)) => Some((base.join(c), base.join(k))),
+                (None, None) => None,
+                _ => {
+                    errs.push(format!("{key}.tls"), "cert and key go together");
+                    None
+                }
+            };
+            if let Some(n) = &raw_tls.server_name {
+                if rustls::pki_types::ServerName::try_from(n.as_str()).is_err() {
+                    errs.push(
+                        format!("{key}.tls.server_name"),
+                        format!("{n:?} is not a DNS name or IP address"),
+                    );
+                }
+            }
+            let tls = UpstreamTls {
+                ca: raw_tls
+                    .ca
+                    .map_or_else(|| PathBuf::from(SYSTEM_CA_BUNDLE), |c| base.join(c)),
+                server_name: raw_tls.server_name,
+                client,
+            };
+            let health = u.health.and_then(|h| {
+                let k = format!("{key}.health");
+                let path = match h.path.parse::<http::uri::PathAndQuery>() {
+                    Ok(p) if h.path.starts_with('/') => Some(p),
+                    _ => {
+                        errs.push(format!("{k}.path"), format!("{:?} is not a path", h.path));
+                        None
+                    }
+                };
+                if h.interval_ms == 0 || h.timeout_ms == 0 {
+                    errs.push(k.clone(), "interval_ms and timeout_ms must be > 0");
+                }
+                if h.rise == 0 || h.fall == 0 {
+                    errs.push(k.clone(), "rise and fall must be > 0");
+                }
+                if !(100..=599).contains(&h.expect_status) {
+                    errs.push(format!("{k}.expect_status"), "must be 100..=599");
+                }
+                Some(HealthCheck {
+                    path: path?,
+                    interval: Duration::from_millis(h.interval_ms),
+                    timeout: Duration::from_millis(h.timeout_ms),
+                    expect_status: h.expect_status,
+                    rise: h.rise,
+                    fall: h.fall,
+                })
+            });
             upstreams.push(UpstreamConfig {
+                health,
+                tls,
                 name: u.name,
                 servers: u.servers,
                 connect_timeout: Duration::from_millis(u.connect_timeout_ms),
@@ -1016,6 +1254,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                     exclusions,
                 },
                 max_request_body: h.limits.max_request_body,
+                max_response_buffer: h.limits.max_response_buffer,
                 hsts: nonempty(hd.hsts),
                 content_type_options: hd.content_type_options,
                 frame_options: nonempty(hd.frame_options),
@@ -1048,6 +1287,12 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             workers,
             header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
             body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
+            websocket_idle_timeout: Duration::from_millis(s.websocket_idle_timeout_ms),
+            head_limits: crate::edge::HeadLimits {
+                max_head: s.max_request_head,
+                max_line: s.max_request_line,
+                max_headers: s.max_headers,
+            },
             trusted_proxies,
             reload_poll: (s.reload_poll_ms > 0).then(|| Duration::from_millis(s.reload_poll_ms)),
             shutdown_timeout: Duration::from_millis(s.shutdown_timeout_ms),

@@ -10,7 +10,7 @@ use crate::config::HostConfig;
 
 /// Headers that describe one hop, never forwarded (RFC 9110 §7.6.1, plus the legacy
 /// `Proxy-Connection` and `Keep-Alive`).
-const HOP_BY_HOP: [HeaderName; 8] = [
+static HOP_BY_HOP: [HeaderName; 8] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
@@ -23,21 +23,92 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 
 /// Removes hop-by-hop headers, including every header that `Connection` names.
 /// `Transfer-Encoding` is also removed: hyper frames the body for the next hop.
+///
+/// Most messages have none of them: one pass over the names decides whether anything
+/// needs removing (ten `HeaderMap::remove` lookups cost more than the pass;
+/// benches/PROFILE.md, "waf-proxy's own request path").
 pub fn strip_hop_by_hop(h: &mut HeaderMap) {
-    let named: Vec<HeaderName> = h
+    // Which fixed hop-by-hop names are present (a bit each), and whether `Connection`
+    // names others.
+    let mut present = 0u16;
+    for k in h.keys() {
+        if let Some(i) = HOP_BY_HOP.iter().position(|n| n == k) {
+            present |= 1 << i;
+        } else if *k == header::TRANSFER_ENCODING {
+            present |= 1 << HOP_BY_HOP.len();
+        }
+    }
+    if present == 0 {
+        return;
+    }
+    if present & 1 != 0 {
+        // `Connection` (HOP_BY_HOP[0]) may name more; `keep-alive` and `close` name none.
+        let named: Vec<HeaderName> = h
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|n| !n.eq_ignore_ascii_case("keep-alive") && !n.eq_ignore_ascii_case("close"))
+            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+            .collect();
+        for n in named {
+            h.remove(n);
+        }
+    }
+    for (i, n) in HOP_BY_HOP.iter().enumerate() {
+        if present & (1 << i) != 0 {
+            h.remove(n);
+        }
+    }
+    if present & (1 << HOP_BY_HOP.len()) != 0 {
+        h.remove(header::TRANSFER_ENCODING);
+    }
+}
+
+/// The `Upgrade` value of a message whose `Connection` has the `upgrade` token (RFC 9110
+/// §7.8), else `None`.
+pub fn upgrade_of(h: &HeaderMap) -> Option<HeaderValue> {
+    let wants = h
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
-        .collect();
-    for n in named {
-        h.remove(n);
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    if wants {
+        h.get(header::UPGRADE).cloned()
+    } else {
+        None
     }
-    for n in HOP_BY_HOP.iter() {
-        h.remove(n);
+}
+
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+/// A peer address as the forwarding headers write it, formatted once per connection.
+#[derive(Clone, Debug)]
+pub struct PeerText {
+    /// The address: `X-Forwarded-For`'s element.
+    pub addr: HeaderValue,
+    /// `Forwarded`'s node: the address, or `"[v6]"` quoted.
+    pub node: String,
+}
+
+impl PeerText {
+    /// Formats `peer`.
+    pub fn new(peer: IpAddr) -> PeerText {
+        let addr = peer.to_string();
+        let node = match peer {
+            IpAddr::V4(_) => addr.clone(),
+            IpAddr::V6(_) => format!("\"[{addr}]\""),
+        };
+        PeerText {
+            // An address's text is always a valid header value.
+            addr: HeaderValue::from_str(&addr).unwrap_or(HeaderValue::from_static("unknown")),
+            node,
+        }
     }
-    h.remove(header::TRANSFER_ENCODING);
 }
 
 /// Sets the forwarding headers on the upstream request. From an untrusted peer, incoming
@@ -46,37 +117,42 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
 pub fn set_forwarding(
     h: &mut HeaderMap,
     host: &HostConfig,
-    peer: IpAddr,
+    peer: &PeerText,
     trusted_peer: bool,
     https: bool,
     original_host: &str,
 ) {
     let proto = if https { "https" } else { "http" };
     if host.x_forwarded {
-        let xff = match h.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-            Some(prev) if trusted_peer => format!("{prev}, {peer}"),
-            _ => peer.to_string(),
+        let prev = if trusted_peer {
+            h.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok())
+        } else {
+            None
         };
-        if let Ok(v) = HeaderValue::from_str(&xff) {
-            h.insert("x-forwarded-for", v);
+        let xff = match prev {
+            Some(prev) => HeaderValue::from_str(&format!("{prev}, {}", peer.node_addr())).ok(),
+            None => Some(peer.addr.clone()),
+        };
+        if let Some(v) = xff {
+            h.insert(X_FORWARDED_FOR, v);
         }
-        if !(trusted_peer && h.contains_key("x-forwarded-proto")) {
-            h.insert("x-forwarded-proto", HeaderValue::from_static(proto));
+        if !(trusted_peer && h.contains_key(&X_FORWARDED_PROTO)) {
+            h.insert(X_FORWARDED_PROTO, HeaderValue::from_static(proto));
         }
-        if !(trusted_peer && h.contains_key("x-forwarded-host")) {
+        if !(trusted_peer && h.contains_key(&X_FORWARDED_HOST)) {
             if let Ok(v) = HeaderValue::from_str(original_host) {
-                h.insert("x-forwarded-host", v);
+                h.insert(X_FORWARDED_HOST, v);
             }
         }
     } else if !trusted_peer {
-        h.remove("x-forwarded-for");
+        h.remove(&X_FORWARDED_FOR);
     }
     if host.forwarded {
-        let node = match peer {
-            IpAddr::V4(a) => a.to_string(),
-            IpAddr::V6(a) => format!("\"[{a}]\""),
-        };
-        let mut me = format!("for={node};proto={proto}");
+        let mut me = String::with_capacity(32 + peer.node.len() + original_host.len());
+        me.push_str("for=");
+        me.push_str(&peer.node);
+        me.push_str(";proto=");
+        me.push_str(proto);
         if !original_host.is_empty()
             && original_host
                 .bytes()
@@ -95,6 +171,12 @@ pub fn set_forwarding(
         }
     } else if !trusted_peer {
         h.remove(header::FORWARDED);
+    }
+}
+
+impl PeerText {
+    fn node_addr(&self) -> &str {
+        self.addr.to_str().unwrap_or("unknown")
     }
 }
 

@@ -18,17 +18,20 @@
 //!
 //! # Untrusted input
 //!
-//! Nothing a client or upstream sends makes the proxy panic: malformed requests are
-//! answered by hyper (400) or by the proxy with a defined status. Every buffer is bounded:
-//! request head by hyper's limits and `header_read_timeout_ms`, request bodies by the
-//! host's `max_request_body` (413), the logs by their queue length.
+//! Nothing a client or upstream sends makes the proxy panic: a malformed HTTP/1 request
+//! head is answered by [`edge`] with a defined status (each case on purpose, logged with
+//! its reason), anything else by the proxy. Every buffer is bounded: the request head by
+//! `max_request_head` and `header_read_timeout_ms`, request bodies by the host's
+//! `max_request_body` (413), the logs by their queue length.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod client;
 pub mod config;
 pub mod demo;
+pub mod edge;
 pub mod headers;
+pub mod health;
 pub mod log;
 pub mod metrics;
 pub mod policy;

@@ -51,16 +51,44 @@ impl Histogram {
     }
 }
 
+/// FNV-1a: the per-request counter maps have short, trusted keys (configured host labels,
+/// static action names), so SipHash's DoS resistance buys nothing there and costs a
+/// measurable share of the WAF-off request path (benches/PROFILE.md).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Requests of one host by (status, action).
-type StatusCounts = HashMap<(u16, &'static str), u64>;
+type StatusCounts = FastMap<(u16, &'static str), u64>;
 
 /// All metrics of the process.
 #[derive(Debug, Default)]
 pub struct Metrics {
     /// host -> (status, action) -> count; looked up by `&str`, so no allocation per request.
-    requests: Mutex<HashMap<String, StatusCounts>>,
+    requests: Mutex<FastMap<String, StatusCounts>>,
     rule_hits: Mutex<HashMap<u64, u64>>,
     upstream_errors: Mutex<HashMap<(String, &'static str), u64>>,
+    refused: Mutex<HashMap<&'static str, u64>>,
     /// Whole-request latency.
     pub latency: Histogram,
     /// Time spent in the WAF per request.
@@ -101,6 +129,13 @@ impl Metrics {
         }
     }
 
+    /// Counts a request the HTTP/1 edge refused, by reason.
+    pub fn refused(&self, reason: &'static str) {
+        if let Ok(mut m) = self.refused.lock() {
+            *m.entry(reason).or_default() += 1;
+        }
+    }
+
     /// The Prometheus text; `extra` holds lines computed by the caller (pool gauges, logs).
     pub fn render(&self, extra: &str) -> String {
         let mut out = String::with_capacity(4096);
@@ -130,6 +165,12 @@ impl Metrics {
                     "waf_proxy_upstream_errors_total{{server=\"{}\",kind=\"{kind}\"}} {n}",
                     escape(server)
                 );
+            }
+        }
+        out.push_str("# HELP waf_proxy_refused_total Requests refused at the HTTP/1 edge, by reason.\n# TYPE waf_proxy_refused_total counter\n");
+        if let Ok(m) = self.refused.lock() {
+            for (reason, n) in m.iter() {
+                let _ = writeln!(out, "waf_proxy_refused_total{{reason=\"{reason}\"}} {n}");
             }
         }
         let _ = writeln!(

@@ -37,6 +37,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::Config;
+use crate::edge::stream::Guarded;
+use crate::edge::Ledger;
 use crate::log::LogSink;
 use crate::metrics::Metrics;
 use crate::proxy::{self, ConnCtx};
@@ -257,12 +259,16 @@ async fn serve_conn(
     tls: Option<TlsAcceptor>,
     watcher: Watcher,
 ) {
-    let header_timeout = shared.state.load().config.header_read_timeout;
+    let (header_timeout, limits) = {
+        let state = shared.state.load();
+        (state.config.header_read_timeout, state.config.head_limits)
+    };
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
+        .max_headers(limits.max_headers)
         .keep_alive(true);
     builder
         .http2()
@@ -270,15 +276,26 @@ async fn serve_conn(
         .keep_alive_interval(Some(Duration::from_secs(30)));
     match tls {
         None => {
+            let ledger = Arc::new(Ledger::default());
             let ctx = Arc::new(ConnCtx {
                 shared,
                 peer,
                 local,
                 https: false,
                 sni: None,
+                ledger: Some(ledger.clone()),
+                peer_text: crate::headers::PeerText::new(peer.ip()),
             });
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
-            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            let mut guarded = Guarded::new(stream, limits, ledger);
+            if !matches!(
+                tokio::time::timeout(header_timeout, guarded.first_head()).await,
+                Ok(Ok(()))
+            ) {
+                tracing::debug!(%peer, "no complete request head in time");
+                return;
+            }
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(guarded), svc);
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
@@ -301,19 +318,38 @@ async fn serve_conn(
             let (_, session) = tls_stream.get_ref();
             let sni = session.server_name().map(|s| s.to_ascii_lowercase());
             let h2 = session.alpn_protocol() == Some(b"h2");
+            let ledger = (!h2).then(|| Arc::new(Ledger::default()));
             let ctx = Arc::new(ConnCtx {
                 shared,
                 peer,
                 local,
                 https: true,
                 sni,
+                ledger: ledger.clone(),
+                peer_text: crate::headers::PeerText::new(peer.ip()),
             });
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
-            let io = TokioIo::new(tls_stream);
-            if h2 {
-                builder = builder.http2_only();
-            }
-            let result = watcher.watch(builder.serve_connection(io, svc)).await;
+            let result = match ledger {
+                Some(ledger) => {
+                    let mut guarded = Guarded::new(tls_stream, limits, ledger);
+                    if !matches!(
+                        tokio::time::timeout(header_timeout, guarded.first_head()).await,
+                        Ok(Ok(()))
+                    ) {
+                        tracing::debug!(%peer, "no complete request head in time");
+                        return;
+                    }
+                    let io = TokioIo::new(guarded);
+                    watcher
+                        .watch(builder.serve_connection_with_upgrades(io, svc))
+                        .await
+                }
+                None => {
+                    builder = builder.http2_only();
+                    let io = TokioIo::new(tls_stream);
+                    watcher.watch(builder.serve_connection(io, svc)).await
+                }
+            };
             if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
@@ -330,6 +366,7 @@ async fn control(
     if let Some(l) = admin {
         tokio::spawn(admin_loop(shared.clone(), TcpListener::from_std(l)?));
     }
+    tokio::spawn(crate::health::run(shared.clone()));
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut last_seen = watch.as_deref().and_then(file_stamp);
@@ -451,7 +488,7 @@ fn admin(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                 shared.access_log.dropped(),
                 shared.audit_log.dropped()
             ));
-            extra.push_str("# HELP waf_proxy_upstream_server_up Passive health: 1 when the server is in rotation.\n# TYPE waf_proxy_upstream_server_up gauge\n");
+            extra.push_str("# HELP waf_proxy_upstream_server_up Passive and active health: 1 when the server is in rotation.\n# TYPE waf_proxy_upstream_server_up gauge\n");
             for u in &state.upstreams {
                 for (i, s) in u.servers.iter().enumerate() {
                     extra.push_str(&format!(

@@ -44,6 +44,13 @@ pub struct Host {
     pub security_headers: Vec<(http::HeaderName, HeaderValue)>,
     /// `Strict-Transport-Security`, added on HTTPS only.
     pub hsts: Option<HeaderValue>,
+    /// What every host adapter takes ([`waf_core::host::HostOptions`]): the trusted
+    /// proxies, the request id header and the request body limit (over it: 413, in every
+    /// mode, since the limit also bounds the proxy's memory).
+    pub options: waf_core::host::HostOptions,
+    /// Phase 4 can block ([`Waf::response_body_can_intervene`]): inspected response
+    /// bodies are held up to `max_response_buffer` before they are sent.
+    pub hold_responses: bool,
 }
 
 /// An upstream group with its passive-health state.
@@ -53,6 +60,8 @@ pub struct Upstream {
     pub config: UpstreamConfig,
     /// Its servers.
     pub servers: Vec<Server>,
+    /// The TLS client config, when a server is `https://`.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     next: AtomicUsize,
 }
 
@@ -61,6 +70,12 @@ pub struct Upstream {
 pub struct Server {
     /// `host:port`.
     pub authority: http::uri::Authority,
+    /// Written `https://host:port`: reached over TLS.
+    pub tls: bool,
+    /// Active health: out of rotation until `rise` checks pass.
+    active_down: std::sync::atomic::AtomicBool,
+    /// Active health: checks passed (positive) or failed (negative) in a row.
+    streak: std::sync::atomic::AtomicI64,
     /// Milliseconds since [`epoch`] until which the server is skipped; 0 = healthy.
     down_until_ms: AtomicU64,
 }
@@ -84,7 +99,10 @@ impl Upstream {
         // n > 0 (config validation); with n == 0 the ring below is empty.
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n.max(1);
         let now = now_ms();
-        let up = move |i: &usize| self.servers[*i].down_until_ms.load(Ordering::Relaxed) <= now;
+        let up = move |i: &usize| {
+            let s = &self.servers[*i];
+            s.down_until_ms.load(Ordering::Relaxed) <= now && !s.active_down.load(Ordering::Relaxed)
+        };
         let ring = move || (0..n).map(move |k| (start + k) % n);
         ring().filter(up).chain(ring().filter(move |i| !up(i)))
     }
@@ -97,9 +115,35 @@ impl Upstream {
             .store(until, Ordering::Relaxed);
     }
 
-    /// Whether server `i` is currently skipped.
+    /// Whether server `i` is currently skipped (passive or active health).
     pub fn is_down(&self, i: usize) -> bool {
-        self.servers[i].down_until_ms.load(Ordering::Relaxed) > now_ms()
+        let s = &self.servers[i];
+        s.down_until_ms.load(Ordering::Relaxed) > now_ms() || s.active_down.load(Ordering::Relaxed)
+    }
+
+    /// Active health: records one check of server `i`; returns `Some(up)` when this check
+    /// changed the server's state (`fall` failures in a row take it out, `rise` successes
+    /// in a row bring it back).
+    pub fn record_check(&self, i: usize, ok: bool, rise: u32, fall: u32) -> Option<bool> {
+        let s = &self.servers[i];
+        let prev = s.streak.load(Ordering::Relaxed);
+        let streak = match (ok, prev > 0) {
+            (true, true) => prev + 1,
+            (true, false) => 1,
+            (false, false) => prev - 1,
+            (false, true) => -1,
+        };
+        s.streak.store(streak, Ordering::Relaxed);
+        let down = s.active_down.load(Ordering::Relaxed);
+        if down && streak >= i64::from(rise) {
+            s.active_down.store(false, Ordering::Relaxed);
+            return Some(true);
+        }
+        if !down && -streak >= i64::from(fall) {
+            s.active_down.store(true, Ordering::Relaxed);
+            return Some(false);
+        }
+        None
     }
 }
 
@@ -150,6 +194,11 @@ impl State {
                 .hsts
                 .as_deref()
                 .and_then(|v| HeaderValue::from_str(v).ok());
+            let hold_responses = waf.response_body_can_intervene();
+            let mut options = waf_core::host::HostOptions::default();
+            options.trusted_proxies = config.trusted_proxies.clone();
+            options.request_body_limit = usize::try_from(h.max_request_body).unwrap_or(usize::MAX);
+            options.request_body_over_limit = waf_core::host::OverLimit::Reject;
             hosts.push(Host {
                 config: h.clone(),
                 label: h.names.first().cloned().unwrap_or_default(),
@@ -157,23 +206,44 @@ impl State {
                 cert,
                 security_headers,
                 hsts,
+                options,
+                hold_responses,
             });
         }
         let mut upstreams = Vec::new();
         for (i, u) in config.upstreams.iter().enumerate() {
             let mut servers = Vec::new();
             for s in &u.servers {
-                match s.parse::<http::uri::Authority>() {
+                let (tls, hostport) = match s.strip_prefix("https://") {
+                    Some(rest) => (true, rest),
+                    None => (false, s.strip_prefix("http://").unwrap_or(s)),
+                };
+                match hostport.parse::<http::uri::Authority>() {
                     Ok(authority) => servers.push(Server {
                         authority,
+                        tls,
+                        active_down: std::sync::atomic::AtomicBool::new(false),
+                        streak: std::sync::atomic::AtomicI64::new(0),
                         down_until_ms: AtomicU64::new(0),
                     }),
                     Err(e) => errors.push(format!("upstream[{i}].servers: {s:?}: {e}")),
                 }
             }
+            let tls = if servers.iter().any(|s| s.tls) {
+                match crate::client::tls_connector(&u.tls) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        errors.push(format!("upstream[{i}].tls: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
             upstreams.push(Arc::new(Upstream {
                 config: u.clone(),
                 servers,
+                tls,
                 next: AtomicUsize::new(0),
             }));
         }

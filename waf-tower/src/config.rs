@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-use http::HeaderName;
-use waf_core::host::TrustedProxies;
+use waf_core::host::HostOptions;
 use waf_core::{Report, Waf};
 
 /// Default for [`WafLayerBuilder::request_body_limit`](crate::WafLayerBuilder::request_body_limit):
@@ -20,19 +19,10 @@ pub const DEFAULT_REQUEST_BODY_LIMIT: usize = waf_core::limits::DEFAULT_REQUEST_
 pub const DEFAULT_RESPONSE_BODY_LIMIT: usize = waf_core::limits::DEFAULT_RESPONSE_BODY_LIMIT;
 
 /// The response header that carries the request id, by default.
-pub const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+pub const DEFAULT_REQUEST_ID_HEADER: &str = waf_core::host::DEFAULT_REQUEST_ID_HEADER;
 
-/// What to do with a body larger than its limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OverLimit {
-    /// Answer with an intervention: 413 for a request body (without calling the handler),
-    /// 500 for a response body. In detection-only mode this is reported as a would-be
-    /// intervention and the body is handled as with `ProcessPartial`.
-    Reject,
-    /// Inspect the first `limit` bytes, then pass the whole body through unchanged.
-    ProcessPartial,
-}
+/// What to do with a body larger than its limit (shared by every host adapter).
+pub use waf_core::host::OverLimit;
 
 /// Where every transaction's [`Report`] goes.
 pub(crate) type Sink = waf_core::host::ReportSink;
@@ -40,24 +30,15 @@ pub(crate) type Sink = waf_core::host::ReportSink;
 /// Everything a [`WafService`](crate::WafService) needs, shared by all its clones.
 pub(crate) struct Config {
     pub(crate) waf: Waf,
-    pub(crate) trusted_proxies: TrustedProxies,
-    pub(crate) request_id_header: HeaderName,
-    pub(crate) request_body_limit: usize,
-    pub(crate) request_body_over_limit: OverLimit,
-    pub(crate) response_body_limit: usize,
-    pub(crate) response_body_over_limit: OverLimit,
+    /// Trusted proxies, request id header, body limits and their over-limit actions.
+    pub(crate) options: HostOptions,
     pub(crate) sink: Sink,
 }
 
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("trusted_proxies", &self.trusted_proxies.to_string())
-            .field("request_id_header", &self.request_id_header)
-            .field("request_body_limit", &self.request_body_limit)
-            .field("request_body_over_limit", &self.request_body_over_limit)
-            .field("response_body_limit", &self.response_body_limit)
-            .field("response_body_over_limit", &self.response_body_over_limit)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -108,5 +89,61 @@ pub(crate) fn trace_report(report: &Report) {
         );
     } else {
         tracing::trace!(target: "waf", request_id = %report.unique_id, action = "pass", "clean");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use waf_core::{DisruptiveAction, Intervention, Report};
+
+    /// What `trace_report` logs for `report`, as `tracing-subscriber`'s text format.
+    fn logged(report: &Report) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let out = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || super::trace_report(report));
+        let text = buf.0.lock().unwrap().clone();
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn blocks_and_would_be_blocks_carry_the_anomaly_scores() {
+        let i = Intervention {
+            status: 403,
+            action: DisruptiveAction::Deny,
+            rule_id: 949110,
+            message: None,
+        };
+        let mut blocked = Report::default();
+        blocked.inbound_anomaly_score = 15;
+        blocked.outbound_anomaly_score = 4;
+        blocked.intervention = Some(i.clone());
+        let mut detected = Report::default();
+        detected.inbound_anomaly_score = 15;
+        detected.outbound_anomaly_score = 4;
+        detected.would_intervene = Some(i);
+        for (r, action) in [(&blocked, "block"), (&detected, "detect")] {
+            let line = logged(r);
+            assert!(line.contains(&format!("action=\"{action}\"")), "{line}");
+            assert!(line.contains("inbound_anomaly_score=15"), "{line}");
+            assert!(line.contains("outbound_anomaly_score=4"), "{line}");
+        }
     }
 }

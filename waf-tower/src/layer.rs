@@ -4,13 +4,10 @@ use std::sync::Arc;
 
 use http::HeaderName;
 use tower_layer::Layer;
-use waf_core::host::TrustedProxies;
+use waf_core::host::{HostOptions, TrustedProxies};
 use waf_core::{Report, Waf};
 
-use crate::config::{
-    trace_report, Config, OverLimit, DEFAULT_REQUEST_BODY_LIMIT, DEFAULT_REQUEST_ID_HEADER,
-    DEFAULT_RESPONSE_BODY_LIMIT,
-};
+use crate::config::{trace_report, Config, OverLimit};
 use crate::service::WafService;
 
 /// Applies a [`Waf`] to every request of the wrapped service.
@@ -32,12 +29,7 @@ impl WafLayer {
         WafLayerBuilder {
             config: Config {
                 waf,
-                trusted_proxies: TrustedProxies::none(),
-                request_id_header: HeaderName::from_static(DEFAULT_REQUEST_ID_HEADER),
-                request_body_limit: DEFAULT_REQUEST_BODY_LIMIT,
-                request_body_over_limit: OverLimit::Reject,
-                response_body_limit: DEFAULT_RESPONSE_BODY_LIMIT,
-                response_body_over_limit: OverLimit::ProcessPartial,
+                options: HostOptions::default(),
                 sink: Arc::new(trace_report),
             },
         }
@@ -62,22 +54,22 @@ impl WafLayerBuilder {
     /// Proxies whose `X-Forwarded-For` / `Forwarded` headers and request id are believed.
     /// Default: none, so the client is always the peer.
     pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
-        self.config.trusted_proxies = trusted;
+        self.config.options.trusted_proxies = trusted;
         self
     }
 
     /// The header that carries the request id on every response (and, from a trusted
-    /// proxy, on the request). Default: [`DEFAULT_REQUEST_ID_HEADER`] (`x-request-id`).
+    /// proxy, on the request). Default: [`DEFAULT_REQUEST_ID_HEADER`](crate::DEFAULT_REQUEST_ID_HEADER) (`x-request-id`).
     pub fn request_id_header(mut self, name: HeaderName) -> Self {
-        self.config.request_id_header = name;
+        self.config.options.request_id_header = name;
         self
     }
 
     /// The most request body bytes buffered for inspection. Default:
-    /// [`DEFAULT_REQUEST_BODY_LIMIT`]. The engine's own `SecRequestBodyLimit` also applies:
+    /// [`DEFAULT_REQUEST_BODY_LIMIT`](crate::DEFAULT_REQUEST_BODY_LIMIT). The engine's own `SecRequestBodyLimit` also applies:
     /// the smaller limit wins.
     pub fn request_body_limit(mut self, bytes: usize) -> Self {
-        self.config.request_body_limit = bytes;
+        self.config.options.request_body_limit = bytes;
         self
     }
 
@@ -85,21 +77,21 @@ impl WafLayerBuilder {
     /// (413, and the handler never runs). A `Content-Length` over the limit is rejected
     /// before any of the body is read.
     pub fn request_body_over_limit(mut self, action: OverLimit) -> Self {
-        self.config.request_body_over_limit = action;
+        self.config.options.request_body_over_limit = action;
         self
     }
 
     /// The most response body bytes buffered for inspection (only for MIME types the rules
-    /// inspect). Default: [`DEFAULT_RESPONSE_BODY_LIMIT`].
+    /// inspect). Default: [`DEFAULT_RESPONSE_BODY_LIMIT`](crate::DEFAULT_RESPONSE_BODY_LIMIT).
     pub fn response_body_limit(mut self, bytes: usize) -> Self {
-        self.config.response_body_limit = bytes;
+        self.config.options.response_body_limit = bytes;
         self
     }
 
     /// What to do with an inspected response body larger than the limit. Default:
     /// [`OverLimit::ProcessPartial`] (inspect the prefix, send the whole body).
     pub fn response_body_over_limit(mut self, action: OverLimit) -> Self {
-        self.config.response_body_over_limit = action;
+        self.config.options.response_body_over_limit = action;
         self
     }
 

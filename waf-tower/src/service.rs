@@ -6,18 +6,13 @@ use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{
-    ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION,
-};
+use http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 use tower_service::Service;
-use waf_core::host::{block_response, client_addr, http_version, request_id};
-use waf_core::{
-    ConnectionInfo, DisruptiveAction, EngineMode, Intervention, RequestHead, ResponseHead,
-    Transaction, Verdict,
-};
+use waf_core::host::{block_response, client_addr, request_id};
+use waf_core::{ConnectionInfo, DisruptiveAction, Intervention, Transaction, Verdict};
 
 use crate::body::WafBody;
 use crate::config::{Config, OverLimit};
@@ -101,12 +96,12 @@ where
             .map_or(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0), |l| {
                 l.0
             });
-        let trusted = config.trusted_proxies.contains(peer.ip());
-        let client = client_addr(peer.ip(), &parts.headers, &config.trusted_proxies);
+        let trusted = config.options.trusted_proxies.contains(peer.ip());
+        let client = client_addr(peer.ip(), &parts.headers, &config.options.trusted_proxies);
         let conn = ConnectionInfo::new(SocketAddr::new(client, peer.port()), local)
             .with_tls(parts.uri.scheme_str() == Some("https"));
         let now = SystemTime::now();
-        let mut tx = match request_id(&parts.headers, trusted, &config.request_id_header) {
+        let mut tx = match request_id(&parts.headers, trusted, &config.options.request_id_header) {
             Some(id) => config.waf.transaction_with_id(&conn, now, &id),
             None => config.waf.transaction(&conn, now),
         };
@@ -141,8 +136,8 @@ where
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > config.request_body_limit as u64)
-            && config.request_body_over_limit == OverLimit::Reject
+        if declared.is_some_and(|n| n > config.options.request_body_limit as u64)
+            && config.options.request_body_over_limit == OverLimit::Reject
         {
             if let Some(i) = over_limit(&config, &mut finisher, OverLimit::Reject, 413, "request") {
                 return ResponseFuture::blocked(block(&config, finisher, &i, &id, accept.as_ref()));
@@ -165,26 +160,8 @@ where
 
 /// Phase 1: request line and headers.
 fn phase1(tx: &mut Transaction, parts: &http::request::Parts) -> Verdict {
-    let mut headers: Vec<(&[u8], &[u8])> = parts
-        .headers
-        .iter()
-        .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
-        .collect();
-    // HTTP/2 carries the host in `:authority`; the rules expect a Host header.
-    if !parts.headers.contains_key(HOST) {
-        if let Some(authority) = parts.uri.authority() {
-            headers.push((b"host", authority.as_str().as_bytes()));
-        }
-    }
-    // The request target in origin form, also for HTTP/2, whose URI is absolute.
-    let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
-    let head = RequestHead::new(
-        parts.method.as_str().as_bytes(),
-        target.as_bytes(),
-        http_version(parts.version),
-        &headers,
-    );
-    tx.request_headers(&head)
+    let headers = waf_core::host::request_headers(parts);
+    tx.request_headers(&waf_core::host::request_head(parts, &headers))
 }
 
 /// Feeds the request body to the engine up to the limit. Returns the body for the handler
@@ -197,7 +174,7 @@ async fn read_request_body<B>(
 where
     B: Body + Unpin,
 {
-    let limit = config.request_body_limit;
+    let limit = config.options.request_body_limit;
     let mut buf = BytesMut::new();
     let mut trailers = None;
     loop {
@@ -225,7 +202,7 @@ where
         }
         buf.extend_from_slice(&data);
         if data.len() > room {
-            let action = config.request_body_over_limit;
+            let action = config.options.request_body_over_limit;
             if let Some(i) = over_limit(config, finisher, action, 413, "request") {
                 return Err(i);
             }
@@ -249,12 +226,8 @@ where
 {
     let response = inner.call(req).await?;
     let (mut parts, mut body) = response.into_parts();
-    let headers: Vec<(&[u8], &[u8])> = parts
-        .headers
-        .iter()
-        .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
-        .collect();
-    let head = ResponseHead::new(parts.status.as_u16(), http_version(parts.version), &headers);
+    let headers = waf_core::host::response_headers(&parts.headers);
+    let head = waf_core::host::response_head(parts.status, parts.version, &headers);
     if let Verdict::Intervene(i) = finisher.tx().response_headers(&head) {
         return Ok(block(&config, finisher, &i, &id, accept.as_ref()));
     }
@@ -271,7 +244,7 @@ where
     }
 
     // Buffer so that phase 4 can still replace the response.
-    let limit = config.response_body_limit;
+    let limit = config.options.response_body_limit;
     let mut buf = BytesMut::new();
     let mut trailers = None;
     let mut rest = None;
@@ -307,7 +280,7 @@ where
         }
         buf.extend_from_slice(&data);
         if data.len() > room {
-            let action = config.response_body_over_limit;
+            let action = config.options.response_body_over_limit;
             if let Some(i) = over_limit(&config, &mut finisher, action, 500, "response") {
                 return Ok(block(&config, finisher, &i, &id, accept.as_ref()));
             }
@@ -331,26 +304,7 @@ fn over_limit(
     status: u16,
     what: &str,
 ) -> Option<Intervention> {
-    if action != OverLimit::Reject {
-        return None;
-    }
-    let i = Intervention {
-        status,
-        action: DisruptiveAction::Deny,
-        rule_id: 0,
-        message: Some(format!("{what} body is larger than the limit")),
-    };
-    match config.waf.engine_mode() {
-        EngineMode::On => {
-            finisher.set_intervention(i.clone());
-            Some(i)
-        }
-        EngineMode::DetectionOnly => {
-            finisher.set_would_intervene(i);
-            None
-        }
-        _ => None,
-    }
+    waf_core::host::over_limit(config.waf.engine_mode(), action, status, what, finisher)
 }
 
 fn bad_request() -> Intervention {
@@ -398,7 +352,7 @@ fn block<B>(
 
 fn set_request_id(config: &Config, headers: &mut HeaderMap, id: &str) {
     if let Ok(v) = HeaderValue::from_str(id) {
-        headers.insert(config.request_id_header.clone(), v);
+        headers.insert(config.options.request_id_header.clone(), v);
     }
 }
 

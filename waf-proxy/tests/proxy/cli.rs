@@ -117,3 +117,66 @@ async fn demo_serves_on_the_given_address() {
         assert_eq!(status, 403);
     }
 }
+
+/// README's `curl` lines for the demo (the block after `cargo run ... -- demo`) give the
+/// answers their comments promise (status; `request id` means the header is there).
+#[test]
+fn readme_demo_curl_lines_give_the_answers_readme_promises() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let mut in_demo = false;
+    let mut lines = Vec::new();
+    for l in readme.lines().map(str::trim) {
+        if l.starts_with("cargo run") {
+            in_demo = l.ends_with("-- demo");
+        } else if in_demo && l.starts_with("curl ") {
+            lines.push(l.to_string());
+        }
+    }
+    assert!(lines.len() >= 2, "README's demo block has no curl lines");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_waf-proxy"))
+        .args(["demo", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "demo did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let mut failures = Vec::new();
+    for l in &lines {
+        let (cmd, comment) = l.split_once(" # ").unwrap_or((l, ""));
+        let cmd = cmd.trim().replace(":8080/", &format!(":{port}/"));
+        let want: u16 = comment
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|w| w.len() == 3)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no status in the comment of {l}"));
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{cmd} --max-time 10 -sS"))
+            .output()
+            .expect("curl runs (apt-get install curl)");
+        let resp = String::from_utf8_lossy(&out.stdout).into_owned();
+        let status: u16 = resp
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if status != want
+            || (comment.contains("request id")
+                && !resp.to_ascii_lowercase().contains("x-request-id: "))
+        {
+            failures.push(format!("{l}: {resp}"));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(failures.is_empty(), "{failures:#?}");
+}

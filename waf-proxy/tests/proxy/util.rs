@@ -1,6 +1,7 @@
 //! Test harness: a real upstream (hyper on loopback, counting its connections), the real
 //! `waf-proxy` binary started on a config file, and a small HTTP client.
 
+use std::convert::Infallible;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,10 @@ SecRule ARGS "@rx (?i)union\s+select" "id:1001,phase:2,deny,status:403,msg:'SQLi
 SecRule REQUEST_HEADERS:User-Agent "@contains evilbot" "id:1002,phase:1,deny,status:403,msg:'bad bot'"
 "#;
 
+/// A SQL error page that CRS's data-leakage rules (951xxx) recognise.
+pub const LEAK_PAGE: &str = "<html><body>Warning: You have an error in your SQL syntax; check the \
+     manual that corresponds to your MySQL server version for the right syntax</body></html>";
+
 /// A real upstream server on loopback.
 pub struct Upstream {
     pub addr: SocketAddr,
@@ -35,7 +40,9 @@ pub struct Upstream {
 }
 
 /// Starts the upstream in its own thread. Routes: `/slow` waits 3 s; `/echo` answers with
-/// the request headers; `/cookie` sets a cookie; anything else `ok METHOD PATH LEN`.
+/// the request headers; `/cookie` sets a cookie; `/leak` is a SQL error page (`/leak-big`
+/// the same with 114 KB of padding); `/drip` (`application/octet-stream`) and `/drip-html`
+/// send two chunks 1.5 s apart; anything else `ok METHOD PATH LEN`.
 pub fn upstream() -> Upstream {
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     std_listener.set_nonblocking(true).unwrap();
@@ -75,6 +82,35 @@ pub fn upstream() -> Upstream {
                                 }
                                 s
                             }
+                            "/leak" | "/leak-big" => {
+                                resp.headers_mut()
+                                    .insert("content-type", "text/html".parse().unwrap());
+                                let mut page = LEAK_PAGE.to_string();
+                                if parts.uri.path() == "/leak-big" {
+                                    page.push_str(&"<p>padding</p>".repeat(8192));
+                                }
+                                page
+                            }
+                            "/drip" | "/drip-html" => {
+                                // Two chunks 1.5 s apart: a streamed response shows the
+                                // first at once.
+                                let ctype = if parts.uri.path() == "/drip" {
+                                    "application/octet-stream"
+                                } else {
+                                    "text/html"
+                                };
+                                let (mut tx, body) =
+                                    http_body_util::channel::Channel::<Bytes, Infallible>::new(2);
+                                tokio::spawn(async move {
+                                    let _ = tx.send_data(Bytes::from_static(b"first ")).await;
+                                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                                    let _ = tx.send_data(Bytes::from_static(b"second")).await;
+                                });
+                                let mut r = Response::new(body.boxed());
+                                r.headers_mut()
+                                    .insert("content-type", ctype.parse().unwrap());
+                                return Ok::<_, Infallible>(r);
+                            }
                             "/cookie" => {
                                 resp.headers_mut()
                                     .append("set-cookie", "a=1; Path=/".parse().unwrap());
@@ -85,7 +121,7 @@ pub fn upstream() -> Upstream {
                             p => format!("ok {} {p} {}", parts.method, body.len()),
                         };
                         *resp.body_mut() = Full::new(Bytes::from(text));
-                        Ok::<_, std::convert::Infallible>(resp)
+                        Ok::<_, Infallible>(resp.map(|b| b.boxed()))
                     });
                     let _ = auto::Builder::new(TokioExecutor::new())
                         .serve_connection(TokioIo::new(stream), svc)
