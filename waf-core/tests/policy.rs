@@ -1051,3 +1051,38 @@ fn mutated_expressions_never_panic() {
         "only {loaded} mutations loaded: the test would not exercise evaluation"
     );
 }
+
+/// The `policy_expr` fuzz target's regression inputs (`fuzz/regressions/policy_expr/`),
+/// replayed as the target does: load, and run when it loads.
+#[test]
+fn fuzz_regression_inputs_load_or_fail_with_a_location() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/policy_expr");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("fuzz/regressions/policy_expr") {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cfg = PolicyConfig {
+            lists: vec![
+                toml::from_str("name = \"ips\"\nkind = \"ip\"\nitems = [\"192.0.2.0/24\"]")
+                    .unwrap(),
+                toml::from_str("name = \"agents\"\nkind = \"string\"\nitems = [\"sqlmap\"]")
+                    .unwrap(),
+            ],
+            rate_limits: vec![toml::from_str("name = \"r\"\nrequests = 10").unwrap()],
+            rules: vec![toml::from_str(&format!(
+                "name = \"fuzz\"\nexpression = {:?}\naction = \"block\"",
+                text
+            ))
+            .unwrap()],
+            ..PolicyConfig::default()
+        };
+        match Waf::builder().policy(cfg).build() {
+            Ok(w) => {
+                run(&w, Req::get("/p%41th?q=1"));
+            }
+            Err(e) => assert!(e.location().is_some(), "{}: {e}", path.display()),
+        }
+        n += 1;
+    }
+    assert!(n >= 3);
+}
