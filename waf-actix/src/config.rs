@@ -109,6 +109,17 @@ impl WafBuilder {
         self
     }
 
+    /// Adds a native policy (rules with conditions, lists, rate limits, bans, IP
+    /// intelligence: [`waf_core::policy`]) to the middleware's `Waf`; its errors name the
+    /// rule, line and column.
+    pub fn policy(
+        mut self,
+        config: &waf_core::policy::PolicyConfig,
+    ) -> Result<Self, waf_core::policy::PolicyError> {
+        self.config.waf = self.config.waf.with_policy(config, None)?;
+        Ok(self)
+    }
+
     /// The middleware.
     pub fn build(self) -> Waf {
         Waf::from_config(Arc::new(self.config))

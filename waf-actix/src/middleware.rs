@@ -126,7 +126,8 @@ where
     }
     let trusted = config.options.trusted_proxies.contains(peer.ip());
     let client = client_addr(peer.ip(), &forwarding, &config.options.trusted_proxies);
-    let conn = ConnectionInfo::new(SocketAddr::new(client, peer.port()), local);
+    let conn = ConnectionInfo::new(SocketAddr::new(client, peer.port()), local)
+        .with_tls(req.connection_info().scheme() == "https");
     let now = SystemTime::now();
     let tx = match request_id(&forwarding, trusted, &config.options.request_id_header) {
         Some(id) => config.waf.transaction_with_id(&conn, now, &id),
@@ -168,6 +169,24 @@ where
     };
     if let Verdict::Intervene(i) = verdict {
         return Ok(req.into_response(ctx.block(finisher, &i)));
+    }
+    // Native policy: request headers it sets or removes.
+    for edit in &finisher.tx().policy_effects().request_headers {
+        use actix_web::http::header::{HeaderName, HeaderValue};
+        match edit {
+            waf_core::policy::HeaderEdit::Set(k, v) => {
+                if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::from_str(v))
+                {
+                    req.headers_mut().insert(k, v);
+                }
+            }
+            waf_core::policy::HeaderEdit::Remove(k) => {
+                if let Ok(k) = HeaderName::try_from(k.as_str()) {
+                    req.headers_mut().remove(k);
+                }
+            }
+            _ => {}
+        }
     }
 
     // Phase 2.
@@ -337,12 +356,21 @@ impl Ctx<'_> {
     /// phase 5 and sends the report before returning.
     fn block(&self, mut finisher: Finisher, i: &Intervention) -> HttpResponse<WafBody> {
         finisher.set_intervention(i.clone());
+        let effects = finisher.tx().policy_effects().clone();
         drop(finisher);
-        let page = block_response(i, self.id, self.accept);
+        let mut page = block_response(i, self.id, self.accept);
         let status = StatusCode::from_u16(page.status.as_u16()).unwrap_or(StatusCode::FORBIDDEN);
         let mut res = HttpResponse::build(status);
         res.insert_header((header::CONTENT_TYPE, page.content_type))
             .insert_header((header::CACHE_CONTROL, "no-store"));
+        // Native policy: Retry-After, and a rule's own page.
+        for (k, v) in &effects.response_headers {
+            res.insert_header((k.as_str(), v.as_str()));
+        }
+        if let Some(own) = &effects.page {
+            res.insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"));
+            page.body = String::from_utf8_lossy(own).into_owned();
+        }
         if let Some(location) = page.location {
             res.insert_header((header::LOCATION, location));
         }

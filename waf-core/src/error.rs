@@ -102,6 +102,27 @@ impl From<ParseError> for Error {
     }
 }
 
+impl From<crate::policy::PolicyError> for Error {
+    fn from(e: crate::policy::PolicyError) -> Error {
+        use crate::policy::PolicyErrorKind as K;
+        let kind = match e.kind() {
+            K::Io => ErrorKind::Io,
+            K::Syntax => ErrorKind::Syntax,
+            _ => ErrorKind::Invalid,
+        };
+        Error {
+            kind,
+            location: e.location().map(|l| Location {
+                file: l.source.clone(),
+                line: l.line,
+                column: l.column,
+            }),
+            message: e.message().to_string(),
+            line_text: e.line_text.clone(),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.location {

@@ -60,6 +60,7 @@
 
 pub mod host;
 pub mod limits;
+pub mod policy;
 
 mod actions;
 mod body;

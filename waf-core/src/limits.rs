@@ -41,3 +41,21 @@ pub const DEFAULT_REGEX_SIZE_LIMIT: usize = 50 * 1024 * 1024;
 /// expired records go first, then the least recently updated. About 1 KiB per record for
 /// CRS's use, so about 100 MiB at the limit.
 pub const DEFAULT_COLLECTION_RECORDS: usize = 100_000;
+
+/// Longest policy expression (`[[rules]] expression`), in bytes: bounds parse time and the
+/// size of the compiled condition. Longer is a load error.
+pub const DEFAULT_EXPRESSION_LEN: usize = 4096;
+
+/// Deepest nesting of `not` and parentheses in a policy expression: bounds the parser's
+/// and the evaluator's recursion (stack). Deeper is a load error.
+pub const DEFAULT_EXPRESSION_DEPTH: usize = 32;
+
+/// Size limit of a regex compiled from a policy expression (`matches`, `wildcard`), in
+/// bytes of compiled program (1 MiB). Bigger is a load error.
+pub const DEFAULT_EXPRESSION_REGEX_SIZE: usize = 1 << 20;
+
+/// Most keys the in-memory policy state (rate-limit buckets, scores, bans) holds before it
+/// evicts the least recently used (one million; about 100 MB at worst with 20-byte keys).
+/// Eviction forgets a client's counters: an attacker who rotates more keys than this can
+/// reset its own bucket, so size it above the number of clients you expect per window.
+pub const DEFAULT_POLICY_STATE_KEYS: usize = 1_000_000;

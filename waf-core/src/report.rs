@@ -19,6 +19,8 @@ pub struct Report {
     pub intervention: Option<Intervention>,
     /// In detection-only mode: the intervention that would have happened.
     pub would_intervene: Option<Intervention>,
+    /// Native policy bans, rules and rate limits that matched, shadow mode included.
+    pub policy: Vec<crate::policy::PolicyHit>,
 }
 
 /// One matched rule.

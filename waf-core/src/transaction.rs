@@ -16,12 +16,24 @@ pub struct ConnectionInfo {
     pub client: SocketAddr,
     /// The local address (`SERVER_ADDR`, `SERVER_PORT`).
     pub server: SocketAddr,
+    /// Whether the request arrived over TLS (`http.request.scheme` in policy rules).
+    pub tls: bool,
 }
 
 impl ConnectionInfo {
-    /// Client and server addresses.
+    /// Client and server addresses (plain HTTP; see [`ConnectionInfo::with_tls`]).
     pub fn new(client: SocketAddr, server: SocketAddr) -> ConnectionInfo {
-        ConnectionInfo { client, server }
+        ConnectionInfo {
+            client,
+            server,
+            tls: false,
+        }
+    }
+
+    /// The same connection, marked as TLS (or not).
+    pub fn with_tls(mut self, tls: bool) -> ConnectionInfo {
+        self.tls = tls;
+        self
     }
 }
 
@@ -114,9 +126,17 @@ impl Transaction {
         self.state.unique_id()
     }
 
-    /// Phase 1: the request line and headers.
+    /// Phase 1: the request line and headers. The native policy ([`crate::policy`]) runs
+    /// first, then the SecLang phase 1 rules.
     pub fn request_headers(&mut self, head: &RequestHead<'_>) -> Verdict {
         self.state.request_headers(head)
+    }
+
+    /// What the native policy asks of the host besides the verdict: request headers to
+    /// set or remove before forwarding, headers for the answer (`Retry-After`), a block
+    /// page. Read it after [`request_headers`](Self::request_headers).
+    pub fn policy_effects(&self) -> &crate::policy::PolicyEffects {
+        self.state.policy_effects()
     }
 
     /// Whether the engine inspects the request body (`SecRequestBodyAccess On` and the

@@ -8,6 +8,7 @@ use crate::compile::{self, LimitAction, Program};
 use crate::error::{Error, ErrorKind, Warning};
 use crate::eval::Runtime;
 use crate::exclusion::Exclusion;
+use crate::policy::{self, Policy, PolicyConfig, PolicyCounter, PolicyError};
 use crate::seclang;
 use crate::transaction::{ConnectionInfo, Transaction};
 
@@ -64,6 +65,8 @@ pub struct Waf {
     pub(crate) program: Arc<Program>,
     /// What its transactions share at run time (collections, recycled tables).
     pub(crate) runtime: Arc<Runtime>,
+    /// The native policy, compiled beside the program; its state store inside.
+    pub(crate) policy: Arc<Policy>,
 }
 
 impl Waf {
@@ -126,6 +129,61 @@ impl Waf {
         self.program.rule_count()
     }
 
+    /// The same rules with another native policy, compiled now (state in `store`, or a new
+    /// [`policy::MemoryStore`]). For hosts that get their SecLang `Waf` from elsewhere (a
+    /// profile) and add the policy afterwards.
+    pub fn with_policy(
+        &self,
+        config: &PolicyConfig,
+        store: Option<Arc<dyn policy::Store>>,
+    ) -> Result<Waf, PolicyError> {
+        Ok(Waf {
+            program: Arc::clone(&self.program),
+            runtime: Arc::clone(&self.runtime),
+            policy: Arc::new(Policy::compile(config, store)?),
+        })
+    }
+
+    /// Re-reads the policy's list files and geo databases that changed since they were
+    /// read, and swaps them in; returns how many were. Call it from a timer task, off the
+    /// request path: requests never wait for it. On an error the old contents stay.
+    pub fn reload_policy_files(&self) -> Result<usize, PolicyError> {
+        self.policy.reload()
+    }
+
+    /// The policy's state store (rate-limit buckets, scores, bans). Pass it to
+    /// [`WafBuilder::policy_store`] when building the next `Waf` to keep the state across
+    /// a reload.
+    pub fn policy_store(&self) -> Arc<dyn policy::Store> {
+        Arc::clone(self.policy.store())
+    }
+
+    /// The bans in force at `now` (for the admin listener).
+    pub fn bans(&self, now: SystemTime) -> Vec<policy::BanEntry> {
+        self.policy.bans(now)
+    }
+
+    /// Lifts the ban on `ip` (and forgets its offences); whether there was one.
+    pub fn unban(&self, ip: std::net::IpAddr) -> bool {
+        self.policy.unban(ip)
+    }
+
+    /// Bans `ip` from `now` for `ttl_secs` (or the escalating TTL of `[bans]` when
+    /// `None`); the end of the ban, or `None` when the policy has no `[bans]`.
+    pub fn ban(
+        &self,
+        ip: std::net::IpAddr,
+        ttl_secs: Option<u64>,
+        now: SystemTime,
+    ) -> Option<SystemTime> {
+        self.policy.ban(ip, ttl_secs, now)
+    }
+
+    /// Hit counters of the policy's rules and rate limits, for metrics.
+    pub fn policy_counters(&self) -> Vec<PolicyCounter> {
+        self.policy.counters()
+    }
+
     /// Whether a response body can be blocked: the engine is `On`, `SecResponseBodyAccess`
     /// is on, and some phase-4 rule has a disruptive action (`deny`, `drop`, `redirect`,
     /// with `block` resolved). A host that streams responses can hold the body for phase 4
@@ -153,6 +211,8 @@ impl Waf {
 #[derive(Debug, Default)]
 pub struct WafBuilder {
     sources: Vec<Source>,
+    policy: Option<PolicyConfig>,
+    store: Option<Arc<dyn policy::Store>>,
     exclusions: Vec<Exclusion>,
     reference: bool,
 }
@@ -187,6 +247,27 @@ impl WafBuilder {
         self
     }
 
+    /// Sets the native policy ([`crate::policy`]): rules with conditions, lists, rate
+    /// limits, bans, IP intelligence. Compiled by [`WafBuilder::build`].
+    pub fn policy(mut self, config: PolicyConfig) -> Self {
+        self.policy = Some(config);
+        self
+    }
+
+    /// Keeps the policy's counters, scores and bans in `store` (by default a new
+    /// [`policy::MemoryStore`]); give the previous `Waf`'s [`Waf::policy_store`] to keep
+    /// them across a reload.
+    pub fn policy_store(mut self, store: Arc<dyn policy::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Compiles the policy alone, for `check` commands that want the [`PolicyError`] with
+    /// its location rather than an [`Error`].
+    pub fn check_policy(config: &PolicyConfig) -> Result<(), PolicyError> {
+        Policy::compile(config, None).map(|_| ())
+    }
+
     /// Adds a rule exclusion (see [`Exclusion`]): applied after every rule source, whatever
     /// order the builder calls come in.
     pub fn exclusion(mut self, exclusion: Exclusion) -> Self {
@@ -205,9 +286,9 @@ impl WafBuilder {
     }
 
     /// Reads, parses and compiles everything added, in order.
-    pub fn build(self) -> Result<Waf, Error> {
+    pub fn build(mut self) -> Result<Waf, Error> {
         let mut directives = Vec::new();
-        for source in self.sources {
+        for source in std::mem::take(&mut self.sources) {
             match source {
                 Source::Text { name, text } => directives.extend(seclang::parse_str(&name, &text)?),
                 Source::File(path) => directives.extend(seclang::parse_file(&path)?),
@@ -236,9 +317,14 @@ impl WafBuilder {
         program.warn_unmatched(&path_exclusions);
         program.reference = self.reference;
         program.path_exclusions = path_exclusions;
+        let policy = match &self.policy {
+            Some(config) => Policy::compile(config, self.store)?,
+            None => Policy::empty(),
+        };
         Ok(Waf {
             program: Arc::new(program),
             runtime: Arc::new(Runtime::default()),
+            policy: Arc::new(policy),
         })
     }
 }

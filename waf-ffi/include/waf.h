@@ -166,6 +166,15 @@ enum waf_status waf_builder_rules_file(struct waf_builder *builder, const char *
 // Adds every file matching a glob pattern (NUL-terminated UTF-8), in sorted order.
 enum waf_status waf_builder_rules_glob(struct waf_builder *builder, const char *pattern);
 
+// Adds the native policy (rules with conditions, lists, rate limits, bans, IP
+// intelligence) from a TOML file (NUL-terminated path, any bytes), read now: the same
+// format as `waf_core::policy::PolicyConfig` (`[[list]]`, `[[rules]]`, `[[rate_limit]]`,
+// `[bans]`, `[scoring]`, `[geo]`, `[[reputation]]`); relative paths inside it resolve
+// against the file's directory. A file that cannot be read or is not valid TOML returns
+// WAF_STATUS_RULES_ERROR with `waf_last_error()` naming file, line and column; errors in
+// expressions are reported by `waf_builder_build`, with the rule, line and column.
+enum waf_status waf_builder_policy_file(struct waf_builder *builder, const char *path);
+
 // Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 enum waf_status waf_builder_report_callback(struct waf_builder *builder, waf_report_cb callback);
 
@@ -200,6 +209,11 @@ void waf_tx_free(struct waf_tx *tx);
 // The transaction's unique id (NUL-terminated), owned by the transaction and valid until
 // `waf_tx_free`. NULL if `tx` is NULL.
 const char *waf_tx_unique_id(const struct waf_tx *tx);
+
+// Seconds the client should wait before retrying, when the native policy refused the
+// request for a rate limit or a ban (send it as `Retry-After`); 0 when there is none or
+// `tx` is NULL or finished.
+uint64_t waf_tx_retry_after(const struct waf_tx *tx);
 
 // Phase 1: request line and headers. Buffers are borrowed for the call; `headers` may be
 // NULL when `n_headers` is 0. Returns WAF_STATUS_OK (go on) or WAF_STATUS_INTERVENE with

@@ -61,7 +61,8 @@
 
 typedef enum {
     NGX_HTTP_WAF_SRC_FILE = 0,
-    NGX_HTTP_WAF_SRC_TEXT
+    NGX_HTTP_WAF_SRC_TEXT,
+    NGX_HTTP_WAF_SRC_POLICY
 } ngx_http_waf_src_kind_e;
 
 
@@ -104,6 +105,8 @@ static char *ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_waf_rules(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_waf_policy_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 static ngx_command_t  ngx_http_waf_commands[] = {
@@ -125,6 +128,16 @@ static ngx_command_t  ngx_http_waf_commands[] = {
     { ngx_string("waf_rules"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_waf_rules,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    /* The native policy (rules with conditions, lists, rate limits, bans, geo) from a
+     * TOML file, the same format the proxy and the middleware take. Its state (rate-limit
+     * buckets, bans) is per worker process. */
+    { ngx_string("waf_policy_file"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_waf_policy_file,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -249,6 +262,26 @@ ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 static char *
+ngx_http_waf_policy_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_str_t  *value, path;
+
+    value = cf->args->elts;
+    path = value[1];
+
+    if (path.len == 0) {
+        return "takes a non-empty path";
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_waf_add_src(cf, conf, NGX_HTTP_WAF_SRC_POLICY, &path);
+}
+
+
+static char *
 ngx_http_waf_rules(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_str_t  *value;
@@ -319,6 +352,9 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     for (i = 0; i < conf->all_rules->nelts && st == WAF_STATUS_OK; i++) {
         if (src[i].kind == NGX_HTTP_WAF_SRC_FILE) {
             st = waf_builder_rules_file(b, (const char *) src[i].value.data);
+
+        } else if (src[i].kind == NGX_HTTP_WAF_SRC_POLICY) {
+            st = waf_builder_policy_file(b, (const char *) src[i].value.data);
 
         } else {
             st = waf_builder_rules(b, (const char *) src[i].name.data,
@@ -504,6 +540,7 @@ ngx_http_waf_decide(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx,
     waf_status st, waf_intervention *iv, const char *phase)
 {
     size_t            len;
+    uint64_t          retry;
     const char       *err;
     ngx_table_elt_t  *h;
 
@@ -569,6 +606,24 @@ ngx_http_waf_decide(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx,
 
     default:
         ctx->intervened = 1;
+        retry = waf_tx_retry_after(ctx->tx);
+        if (retry > 0) {
+            h = ngx_list_push(&r->headers_out.headers);
+            if (h == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+            h->value.data = ngx_pnalloc(r->pool, NGX_OFF_T_LEN);
+            if (h->value.data == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+            h->value.len = ngx_sprintf(h->value.data, "%uL", (uint64_t) retry)
+                           - h->value.data;
+            h->hash = 1;
+            ngx_str_set(&h->key, "Retry-After");
+#if (nginx_version >= 1023000)
+            h->next = NULL;
+#endif
+        }
         return ngx_http_waf_status(iv->status);
     }
 }

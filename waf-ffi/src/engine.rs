@@ -129,6 +129,51 @@ pub unsafe extern "C" fn waf_builder_rules_glob(
     })
 }
 
+/// Adds the native policy (rules with conditions, lists, rate limits, bans, IP
+/// intelligence) from a TOML file (NUL-terminated path, any bytes), read now: the same
+/// format as `waf_core::policy::PolicyConfig` (`[[list]]`, `[[rules]]`, `[[rate_limit]]`,
+/// `[bans]`, `[scoring]`, `[geo]`, `[[reputation]]`); relative paths inside it resolve
+/// against the file's directory. A file that cannot be read or is not valid TOML returns
+/// WAF_STATUS_RULES_ERROR with `waf_last_error()` naming file, line and column; errors in
+/// expressions are reported by `waf_builder_build`, with the rule, line and column.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_policy_file(
+    builder: *mut WafBuilder,
+    path: *const c_char,
+) -> WafStatus {
+    ffi_guard!("waf_builder_policy_file", WafStatus::Panic, {
+        non_null!(builder, path);
+        // SAFETY: non-null and NUL-terminated per the contract.
+        let path = unsafe { std::ffi::CStr::from_ptr(path) };
+        let path = PathBuf::from(OsStr::from_bytes(path.to_bytes()));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                set_last_error(format!("{}: cannot read: {e}", path.display()));
+                return WafStatus::RulesError;
+            }
+        };
+        let mut config: waf_core::policy::PolicyConfig = match toml::from_str(&text) {
+            Ok(c) => c,
+            Err(e) => {
+                let at = e.span().map_or(String::new(), |s| {
+                    let before = &text[..s.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                    format!(":{line}:{col}")
+                });
+                set_last_error(format!("{}{at}: {}", path.display(), e.message()));
+                return WafStatus::RulesError;
+            }
+        };
+        config.resolve_paths(path.parent().unwrap_or(std::path::Path::new(".")));
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        let b = unsafe { &mut *builder };
+        update(b, |i| i.policy(config));
+        WafStatus::Ok
+    })
+}
+
 /// Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 #[no_mangle]
 pub unsafe extern "C" fn waf_builder_report_callback(

@@ -128,6 +128,28 @@ pub unsafe extern "C" fn waf_tx_unique_id(tx: *const WafTx) -> *const c_char {
     })
 }
 
+/// Seconds the client should wait before retrying, when the native policy refused the
+/// request for a rate limit or a ban (send it as `Retry-After`); 0 when there is none or
+/// `tx` is NULL or finished.
+#[no_mangle]
+pub unsafe extern "C" fn waf_tx_retry_after(tx: *const WafTx) -> u64 {
+    ffi_guard!("waf_tx_retry_after", 0, {
+        if tx.is_null() {
+            return 0;
+        }
+        // SAFETY: non-null transaction from waf_tx_new, only read here.
+        let Some(t) = (unsafe { (*tx).tx.as_ref() }) else {
+            return 0;
+        };
+        t.policy_effects()
+            .response_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
 /// What a phase call answers after a panic: the fail verdict, per the engine's setting.
 ///
 /// # Safety

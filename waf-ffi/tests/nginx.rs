@@ -606,3 +606,100 @@ fn fifty_reloads_keep_serving_and_do_not_grow() {
         "worker RSS grew from {wb} KiB to {wa} KiB over 50 reloads"
     );
 }
+
+/// `waf_policy_file`: the native policy from a TOML file, as the proxy and the middleware
+/// take it; a block rule's status, and a rate limit's 429 with `Retry-After`. One worker:
+/// the policy's state (rate-limit buckets, bans) is per worker process.
+#[test]
+fn policy_file_blocks_and_rate_limits_with_retry_after() {
+    let (upstream, _seen) = start_upstream();
+    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nginx-policy");
+    let _ = std::fs::remove_dir_all(&prefix);
+    std::fs::create_dir_all(prefix.join("logs")).expect("mkdir");
+    std::fs::write(prefix.join("agents.txt"), "evilbot/1.0\n").expect("write list");
+    std::fs::write(
+        prefix.join("policy.toml"),
+        r#"
+[[list]]
+name = "agents"
+kind = "string"
+file = "agents.txt"
+
+[[rules]]
+name = "no-backups"
+expression = 'http.request.uri.path ends_with ".bak" or http.user_agent in $agents'
+action = "block"
+status = 406
+
+[[rate_limit]]
+name = "limited"
+match = 'http.request.uri.path starts_with "/limited"'
+requests = 2
+period_secs = 60
+"#,
+    )
+    .expect("write policy");
+    let port = free_port();
+    let conf = format!(
+        "load_module {};\nworker_processes 1;\nerror_log {p}/logs/error.log info;\npid {p}/nginx.pid;\n\
+         events {{ worker_connections 64; }}\nhttp {{ access_log off; waf on;\n\
+         client_body_temp_path {p}/client_body; proxy_temp_path {p}/proxy;\n\
+         fastcgi_temp_path {p}/fastcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
+         server {{ listen 127.0.0.1:{port}; waf_policy_file policy.toml;\n\
+         location / {{ proxy_pass http://127.0.0.1:{upstream}; }} }} }}\n",
+        module().display(),
+        p = prefix.display()
+    );
+    std::fs::write(prefix.join("nginx.conf"), conf).expect("write conf");
+    let child = Command::new(NGINX)
+        .arg("-p")
+        .arg(&prefix)
+        .arg("-c")
+        .arg(prefix.join("nginx.conf"))
+        .args(["-g", "daemon off;"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nginx (apt-get install -y nginx)");
+    let mut n = Nginx {
+        child,
+        prefix,
+        port,
+        port2: 0,
+    };
+    n.wait_ready();
+    assert_eq!(request(port, "GET", "/index.html", b"").0, 200);
+    assert_eq!(
+        request(port, "GET", "/db.bak", b"").0,
+        406,
+        "{}",
+        n.error_log()
+    );
+    assert_eq!(request(port, "GET", "/limited/a", b"").0, 200);
+    assert_eq!(request(port, "GET", "/limited/b", b"").0, 200);
+    let third = exchange(port, "GET", "/limited/c", b"");
+    assert!(third.starts_with("HTTP/1.1 429"), "{third}");
+    assert!(third.contains("Retry-After: 30"), "{third}");
+
+    // A malformed expression fails `nginx -t` with the rule, line and column.
+    std::fs::write(
+        n.prefix.join("bad.toml"),
+        "[[rules]]\nname = \"bad\"\nexpression = 'http.request.uri.path == 404'\naction = \"block\"\n",
+    )
+    .expect("write bad policy");
+    let bad_conf = std::fs::read_to_string(n.prefix.join("nginx.conf"))
+        .expect("read conf")
+        .replace("policy.toml", "bad.toml");
+    std::fs::write(n.prefix.join("bad.conf"), bad_conf).expect("write bad conf");
+    let out = Command::new(NGINX)
+        .arg("-p")
+        .arg(&n.prefix)
+        .arg("-c")
+        .arg(n.prefix.join("bad.conf"))
+        .arg("-t")
+        .output()
+        .expect("nginx -t");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("rule \"bad\" expression:1:26"), "{err}");
+}

@@ -129,6 +129,15 @@ pub struct RawConfig {
     /// Virtual hosts.
     #[serde(default, rename = "host")]
     pub hosts: Vec<RawHost>,
+    /// Named lists for policy rules, shared by all hosts (`crate::policy`).
+    #[serde(default, rename = "list")]
+    pub lists: Vec<waf_core::policy::ListConfig>,
+    /// Country and ASN databases, shared by all hosts.
+    #[serde(default)]
+    pub geo: Option<waf_core::policy::GeoConfig>,
+    /// Reputation lists, shared by all hosts.
+    #[serde(default)]
+    pub reputation: Vec<waf_core::policy::ReputationConfig>,
 }
 
 /// `[server]`.
@@ -399,6 +408,18 @@ pub struct RawHost {
     /// Forwarding headers for the upstream.
     #[serde(default)]
     pub forwarding: RawForwarding,
+    /// Policy rules (`[[host.rules]]`, `crate::policy`).
+    #[serde(default)]
+    pub rules: Vec<waf_core::policy::RuleConfig>,
+    /// Rate limits (`[[host.rate_limit]]`).
+    #[serde(default)]
+    pub rate_limit: Vec<waf_core::policy::RateLimitConfig>,
+    /// Bans (`[host.bans]`).
+    #[serde(default)]
+    pub bans: Option<waf_core::policy::BanConfig>,
+    /// Behaviour scoring (`[host.scoring]`).
+    #[serde(default)]
+    pub scoring: Option<waf_core::policy::ScoringConfig>,
 }
 
 /// `tls = { cert, key }`.
@@ -791,6 +812,8 @@ pub struct HostConfig {
     pub x_forwarded: bool,
     /// Forwarded.
     pub forwarded: bool,
+    /// The native policy (rules, lists, rate limits, bans), if the host has one.
+    pub policy: Option<waf_core::policy::PolicyConfig>,
 }
 
 impl Config {
@@ -820,7 +843,10 @@ impl Config {
                 message: e.message().to_string(),
             }])
         })?;
-        Config::try_from((path, raw))
+        Config::try_from((path, raw)).map_err(|mut e| {
+            crate::policy::locate_in_file(path, text, &mut e);
+            e
+        })
     }
 }
 
@@ -1067,8 +1093,22 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             errs.push("host", "no [[host]]");
         }
         let mut defaults = 0;
+        let shared_policy =
+            crate::policy::SharedPolicy::new(raw.lists, raw.geo, raw.reputation, &base);
         for (i, h) in raw.hosts.into_iter().enumerate() {
             let key = format!("host[{i}]");
+            let policy = crate::policy::host_policy(
+                &shared_policy,
+                h.rules,
+                h.rate_limit,
+                h.bans,
+                h.scoring,
+                &base,
+            )
+            .unwrap_or_else(|e| {
+                errs.push(format!("{key}.policy"), e);
+                None
+            });
             if h.names.is_empty() {
                 errs.push(format!("{key}.names"), "needs at least one name");
             }
@@ -1225,6 +1265,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                 cookie_same_site: same_site,
                 x_forwarded: h.forwarding.x_forwarded,
                 forwarded: h.forwarding.forwarded,
+                policy,
             });
         }
         if defaults > 1 {

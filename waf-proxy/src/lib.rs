@@ -34,6 +34,7 @@ pub mod headers;
 pub mod health;
 pub mod log;
 pub mod metrics;
+pub mod policy;
 pub mod profile;
 pub mod proxy;
 pub mod replay;

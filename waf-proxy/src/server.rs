@@ -111,6 +111,11 @@ pub fn run(config: Config, watch: Option<PathBuf>) -> io::Result<()> {
         access_log,
         audit_log,
     });
+    // Policy list files and geo databases: re-read on the config poll interval.
+    crate::policy::spawn_file_reloader(
+        shared.state.clone(),
+        reload_poll.unwrap_or(Duration::from_millis(crate::policy::DEFAULT_LIST_RELOAD_MS)),
+    )?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut threads = Vec::new();
@@ -471,6 +476,9 @@ async fn admin_loop(shared: Arc<Shared>, listener: TcpListener) {
 fn admin(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     let (status, ctype, body) = match req.uri().path() {
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
+        p if p == "/bans" || p.starts_with("/bans/") => {
+            crate::policy::admin(&shared.state.load(), req.method(), p)
+        }
         "/metrics" => {
             let state = shared.state.load();
             let mut extra = String::new();
@@ -491,6 +499,7 @@ fn admin(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                     ));
                 }
             }
+            crate::policy::metrics(&state, &mut extra);
             (
                 StatusCode::OK,
                 "text/plain; version=0.0.4",

@@ -154,7 +154,11 @@ impl State {
         let mut errors = Vec::new();
         let mut hosts = Vec::new();
         for (i, h) in config.hosts.iter().enumerate() {
-            let waf = match build_waf(&h.waf) {
+            let label = h.names.first().cloned().unwrap_or_default();
+            let waf = match build_waf(&h.waf)
+                .map_err(|e| e.to_string())
+                .and_then(|w| crate::policy::attach(w, h.policy.as_ref(), &label))
+            {
                 Ok(w) => w,
                 Err(e) => {
                     errors.push(format!("host[{i}].waf: {e}"));

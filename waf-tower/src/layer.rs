@@ -104,6 +104,17 @@ impl WafLayerBuilder {
         self
     }
 
+    /// Adds a native policy (rules with conditions, lists, rate limits, bans, IP
+    /// intelligence: [`waf_core::policy`]) to the layer's `Waf`; its errors name the rule,
+    /// line and column.
+    pub fn policy(
+        mut self,
+        config: &waf_core::policy::PolicyConfig,
+    ) -> Result<Self, waf_core::policy::PolicyError> {
+        self.config.waf = self.config.waf.with_policy(config, None)?;
+        Ok(self)
+    }
+
     /// The layer.
     pub fn build(self) -> WafLayer {
         WafLayer {

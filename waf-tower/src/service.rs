@@ -98,7 +98,8 @@ where
             });
         let trusted = config.options.trusted_proxies.contains(peer.ip());
         let client = client_addr(peer.ip(), &parts.headers, &config.options.trusted_proxies);
-        let conn = ConnectionInfo::new(SocketAddr::new(client, peer.port()), local);
+        let conn = ConnectionInfo::new(SocketAddr::new(client, peer.port()), local)
+            .with_tls(parts.uri.scheme_str() == Some("https"));
         let now = SystemTime::now();
         let mut tx = match request_id(&parts.headers, trusted, &config.options.request_id_header) {
             Some(id) => config.waf.transaction_with_id(&conn, now, &id),
@@ -113,6 +114,11 @@ where
         if let Verdict::Intervene(i) = verdict {
             return ResponseFuture::blocked(block(&config, finisher, &i, &id, accept.as_ref()));
         }
+        // Native policy: request headers it sets or removes.
+        finisher
+            .tx()
+            .policy_effects()
+            .edit_request_headers(&mut parts.headers);
 
         if !finisher.tx().wants_request_body() {
             if let Verdict::Intervene(i) = finisher.tx().request_end() {
@@ -320,12 +326,18 @@ fn block<B>(
     accept: Option<&HeaderValue>,
 ) -> Response<WafBody<B>> {
     finisher.set_intervention(i.clone());
+    let effects = finisher.tx().policy_effects().clone();
     drop(finisher);
     let page = block_response(i, id, accept.map(HeaderValue::as_bytes));
     let mut response = Response::new(WafBody::full(Bytes::from(page.body)));
     *response.status_mut() = page.status;
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(page.content_type));
+    // Native policy: Retry-After, and a rule's own page.
+    if let Some(own) = effects.edit_block_headers(headers) {
+        *response.body_mut() = WafBody::full(Bytes::copy_from_slice(own));
+    }
+    let headers = response.headers_mut();
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Some(location) = page.location.and_then(|l| HeaderValue::try_from(l).ok()) {
         headers.insert(LOCATION, location);

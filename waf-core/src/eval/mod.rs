@@ -68,6 +68,7 @@ pub(crate) struct TxState {
     request_body_over_limit: bool,
     response_body_over_limit: bool,
     scratch: rules::MatchScratch,
+    policy: crate::policy::TxPolicy,
 }
 
 impl Drop for TxState {
@@ -88,7 +89,12 @@ impl TxState {
         now: SystemTime,
         id: Option<&str>,
     ) -> TxState {
-        let Waf { program, runtime } = waf;
+        let Waf {
+            program,
+            runtime,
+            policy,
+        } = waf;
+        let policy = crate::policy::TxPolicy::new(policy, conn, now);
         let config = &program.config;
         let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
         let serial = runtime.next_serial();
@@ -132,6 +138,7 @@ impl TxState {
             request_body_over_limit: false,
             response_body_over_limit: false,
             scratch: recycled.scratch,
+            policy,
         }
     }
 
@@ -152,6 +159,10 @@ impl TxState {
             return Verdict::Continue;
         }
         self.stage = Stage::ExpectRequestBody;
+        let step = self.policy.request_headers(head);
+        if let Some(v) = self.apply_policy(step) {
+            return v;
+        }
         if self.mode == EngineMode::Off {
             // No rule runs (and so no ctl can turn the engine on): copy nothing.
             return Verdict::Continue;
@@ -256,7 +267,39 @@ impl TxState {
         if self.wants_request_body() {
             self.process_request_body();
         }
-        self.run_phase(2)
+        let verdict = self.run_phase(2);
+        if verdict == Verdict::Continue && self.policy.has_late() {
+            let score = crate::actions::setvar::parse_int(
+                self.data
+                    .tx
+                    .get(b"inbound_anomaly_score")
+                    .unwrap_or_default(),
+            );
+            let step = self.policy.request_end(score);
+            if let Some(v) = self.apply_policy(step) {
+                return v;
+            }
+        }
+        verdict
+    }
+
+    /// Carries out what the native policy decided ([`crate::policy`]).
+    fn apply_policy(&mut self, step: crate::policy::PolicyStep) -> Option<Verdict> {
+        self.removed_rules.extend(step.remove);
+        if step.skip_crs {
+            self.allow = Some(AllowScope::All);
+        }
+        let iv = step.intervention?;
+        if self.mode == EngineMode::DetectionOnly {
+            self.would_intervene.get_or_insert(iv);
+            return None;
+        }
+        self.intervention = Some(iv.clone());
+        Some(Verdict::Intervene(iv))
+    }
+
+    pub(crate) fn policy_effects(&self) -> &crate::policy::PolicyEffects {
+        self.policy.effects()
     }
 
     fn header(&self, name: &[u8]) -> Option<&[u8]> {
@@ -571,6 +614,7 @@ impl TxState {
         if self.stage != Stage::ExpectResponseHeaders {
             return Verdict::Continue;
         }
+        self.policy.response_status(head.status);
         self.stage = Stage::ExpectResponseBody;
         if self.mode == EngineMode::Off {
             return Verdict::Continue;
@@ -650,6 +694,7 @@ impl TxState {
         // Phase 5 always runs, even after an intervention (ModSecurity's logging phase).
         let _ = self.run_phase_inner(5);
         self.persist_collections();
+        self.policy.finish(self.intervention.as_ref());
         let tx_num = |name: &[u8]| {
             self.data
                 .tx
@@ -665,6 +710,7 @@ impl TxState {
             matched_rules: std::mem::take(&mut self.matched),
             intervention: self.intervention.take(),
             would_intervene: self.would_intervene.take(),
+            policy: self.policy.take_hits(),
         }
     }
 

@@ -212,8 +212,12 @@ impl Finish {
             header::CONTENT_TYPE,
             HeaderValue::from_static(page.content_type),
         );
+        let mut body = page.body;
+        if let Some(tx) = &self.tx {
+            crate::policy::edit_block(tx.policy_effects(), &mut headers, &mut body);
+        }
         let fin = self.take();
-        fin.generated(page.status, headers, page.body)
+        fin.generated(page.status, headers, body)
     }
 
     pub(super) fn take(&mut self) -> Box<Finish> {
@@ -294,7 +298,9 @@ impl Finish {
             }
         }
         if let Some(r) = &report {
-            if self.shared.audit_log.enabled() && !r.matched_rules.is_empty() {
+            if self.shared.audit_log.enabled()
+                && (!r.matched_rules.is_empty() || !r.policy.is_empty())
+            {
                 if let Ok(line) = serde_json::to_vec(&audit_record(rec, r)) {
                     self.shared.audit_log.send(line);
                 }
@@ -336,6 +342,7 @@ fn audit_record<'a>(rec: &'a Record, r: &'a Report) -> serde_json::Value {
         "outbound_anomaly_score": r.outbound_anomaly_score,
         "intervention": r.intervention.as_ref().map(|i| serde_json::json!({"status": i.status, "rule_id": i.rule_id, "message": i.message})),
         "would_intervene": r.would_intervene.as_ref().map(|i| serde_json::json!({"status": i.status, "rule_id": i.rule_id, "message": i.message})),
+        "policy": crate::policy::audit_hits(r),
         "rules": rules,
     })
 }

@@ -102,7 +102,8 @@ pub(super) fn filter(
         fin.accept = accept;
         return admit(parts, body, fin, hi, host, host_name);
     }
-    let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local);
+    let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local)
+        .with_tls(conn.https);
     let now = SystemTime::now();
     let mut tx = match trusted_id.as_deref() {
         Some(id) => host.waf.transaction_with_id(&conn_info, now, id),

@@ -80,6 +80,9 @@ pub(super) async fn forward(
     if let Ok(v) = HeaderValue::from_str(&fin.rec.request_id) {
         base_headers.insert(host.options.request_id_header.clone(), v);
     }
+    if let Some(tx) = &fin.tx {
+        crate::policy::edit_request(&mut base_headers, tx.policy_effects());
+    }
     let order: Vec<usize> = upstream.pick_order().collect();
     let mut last_failure = (StatusCode::BAD_GATEWAY, "upstream unavailable");
     let up_started = Instant::now();

@@ -1,0 +1,352 @@
+//! The state seam: counters, scores and bans behind one small trait.
+//!
+//! Modelled on governor's `state.rs`: a protection is (its compiled config, a store, the
+//! time the caller passes in), so the store can be swapped (in memory here, Redis in the
+//! host, next issue) without touching the arithmetic in [`super::gcra`], [`super::scoring`]
+//! or [`super::ban`]. The trait is deliberately tiny: one read-modify-write, one removal, one
+//! walk for the admin listener. Time is always an argument (`now`, nanoseconds since the
+//! Unix epoch); the store never reads a clock.
+//!
+//! [`MemoryStore`] is sharded: a key's hash picks one of [`SHARDS`] shards, each a small
+//! mutex-guarded map with an intrusive LRU list, so two requests only contend when their
+//! keys land in the same shard, and there is no global lock. The number of keys is bounded
+//! (`max_keys`); inserting into a full shard evicts that shard's least recently used key in
+//! O(1) (unlinking the tail of the list), never by a scan.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Mutex;
+
+/// One stored value: two numbers whose meaning belongs to the protection that wrote them
+/// (GCRA: theoretical arrival time; score: points and time of the last update; ban: end of
+/// the ban and the offence count), and when the entry may be forgotten.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cell {
+    /// First value.
+    pub a: u64,
+    /// Second value.
+    pub b: u64,
+    /// Nanoseconds since the Unix epoch after which the entry is gone.
+    pub expires: u64,
+}
+
+/// Where a protection keeps its per-client state.
+///
+/// Keys are opaque bytes the protection builds (a kind byte, the protection's index, then
+/// the client key). Implementations must be safe to call from many threads at once and
+/// must not block on I/O on the request path (a networked store answers from a local copy
+/// and reconciles in the background, `DESIGN.md` "State and fleets").
+pub trait Store: Send + Sync + fmt::Debug {
+    /// Atomically replaces the cell at `key` with `f(current)`, where `current` is `None`
+    /// when the key is absent or expired at `now`; `f` returning `None` removes it.
+    /// Returns what `f` returned.
+    fn update(
+        &self,
+        key: &[u8],
+        now: u64,
+        f: &mut dyn FnMut(Option<Cell>) -> Option<Cell>,
+    ) -> Option<Cell>;
+
+    /// Removes `key`; whether it was there.
+    fn remove(&self, key: &[u8]) -> bool;
+
+    /// Calls `f` for every unexpired entry whose key starts with `prefix` (admin use, not
+    /// the request path).
+    fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell));
+}
+
+/// Number of shards in [`MemoryStore`] (a power of two).
+pub const SHARDS: usize = 64;
+
+const NIL: u32 = u32::MAX;
+
+/// The in-memory [`Store`]: sharded, bounded, LRU eviction in O(1).
+pub struct MemoryStore {
+    hasher: RandomState,
+    shards: Box<[Mutex<Shard>]>,
+    per_shard: usize,
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("shards", &self.shards.len())
+            .field("per_shard", &self.per_shard)
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    map: HashMap<Box<[u8]>, u32>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Most recently used.
+    head: u32,
+    /// Least recently used: evicted first.
+    tail: u32,
+}
+
+struct Slot {
+    key: Box<[u8]>,
+    cell: Cell,
+    prev: u32,
+    next: u32,
+}
+
+impl MemoryStore {
+    /// A store holding at most `max_keys` keys (rounded up to a multiple of [`SHARDS`]).
+    /// Worst-case memory is about `max_keys * (key length + 80)` bytes.
+    pub fn new(max_keys: usize) -> MemoryStore {
+        let per_shard = max_keys.div_ceil(SHARDS).max(1);
+        let shards = (0..SHARDS)
+            .map(|_| {
+                Mutex::new(Shard {
+                    head: NIL,
+                    tail: NIL,
+                    ..Shard::default()
+                })
+            })
+            .collect();
+        MemoryStore {
+            hasher: RandomState::new(),
+            shards,
+            per_shard,
+        }
+    }
+
+    /// Number of keys held now (expired ones included until touched or evicted).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| lock(s).map.len()).sum()
+    }
+
+    /// Whether the store holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
+        let h = self.hasher.hash_one(key) as usize;
+        &self.shards[(h >> 7) & (SHARDS - 1)]
+    }
+}
+
+/// A poisoned shard only means another thread panicked while holding it; the data is a
+/// plain map that is consistent between statements, so keep using it.
+fn lock(m: &Mutex<Shard>) -> std::sync::MutexGuard<'_, Shard> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shard {
+    fn unlink(&mut self, i: u32) {
+        let (prev, next) = {
+            let s = &self.slots[i as usize];
+            (s.prev, s.next)
+        };
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+    }
+
+    fn push_front(&mut self, i: u32) {
+        let old = self.head;
+        {
+            let s = &mut self.slots[i as usize];
+            s.prev = NIL;
+            s.next = old;
+        }
+        if old != NIL {
+            self.slots[old as usize].prev = i;
+        } else {
+            self.tail = i;
+        }
+        self.head = i;
+    }
+
+    fn delete(&mut self, i: u32) {
+        self.unlink(i);
+        let key = std::mem::take(&mut self.slots[i as usize].key);
+        self.map.remove(&key);
+        self.free.push(i);
+    }
+
+    fn insert(&mut self, key: &[u8], cell: Cell, cap: usize) {
+        if self.map.len() >= cap && self.tail != NIL {
+            let lru = self.tail;
+            self.delete(lru);
+        }
+        let slot = Slot {
+            key: key.into(),
+            cell,
+            prev: NIL,
+            next: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.map.insert(key.into(), i);
+        self.push_front(i);
+    }
+}
+
+impl Store for MemoryStore {
+    fn update(
+        &self,
+        key: &[u8],
+        now: u64,
+        f: &mut dyn FnMut(Option<Cell>) -> Option<Cell>,
+    ) -> Option<Cell> {
+        let mut shard = lock(self.shard(key));
+        match shard.map.get(key).copied() {
+            Some(i) => {
+                let old = shard.slots[i as usize].cell;
+                let current = (old.expires > now).then_some(old);
+                match f(current) {
+                    Some(cell) => {
+                        shard.slots[i as usize].cell = cell;
+                        if shard.head != i {
+                            shard.unlink(i);
+                            shard.push_front(i);
+                        }
+                        Some(cell)
+                    }
+                    None => {
+                        shard.delete(i);
+                        None
+                    }
+                }
+            }
+            None => {
+                let cell = f(None)?;
+                let cap = self.per_shard;
+                shard.insert(key, cell, cap);
+                Some(cell)
+            }
+        }
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        let mut shard = lock(self.shard(key));
+        match shard.map.get(key).copied() {
+            Some(i) => {
+                shard.delete(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell)) {
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            for (key, &i) in &shard.map {
+                let cell = shard.slots[i as usize].cell;
+                if key.starts_with(prefix) && cell.expires > now {
+                    f(key, cell);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(s: &MemoryStore, key: &[u8], a: u64, now: u64) {
+        s.update(key, now, &mut |_| {
+            Some(Cell {
+                a,
+                b: 0,
+                expires: now + 1_000,
+            })
+        });
+    }
+
+    fn get(s: &MemoryStore, key: &[u8], now: u64) -> Option<u64> {
+        s.update(key, now, &mut |c| c).map(|c| c.a)
+    }
+
+    #[test]
+    fn update_sees_the_previous_value_until_it_expires() {
+        let s = MemoryStore::new(100);
+        put(&s, b"k", 7, 0);
+        assert_eq!(get(&s, b"k", 999), Some(7));
+        assert_eq!(get(&s, b"k", 1_000), None, "expired at `expires`");
+    }
+
+    #[test]
+    fn keys_are_bounded_and_the_least_recently_used_goes_first() {
+        // One key per shard: a second key in the same shard evicts the older one.
+        let s = MemoryStore::new(SHARDS);
+        let keys: Vec<Vec<u8>> = (0..10_000u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            put(&s, k, i as u64, 0);
+        }
+        assert!(s.len() <= SHARDS, "{} keys held", s.len());
+        // The last key written is always still there.
+        assert_eq!(get(&s, keys.last().unwrap(), 0), Some(9_999));
+    }
+
+    #[test]
+    fn touching_a_key_protects_it_from_eviction() {
+        let s = MemoryStore::new(2 * SHARDS);
+        // Find three keys in one shard.
+        let mut same = Vec::new();
+        let target = s.shard(b"anchor") as *const _;
+        for i in 0..100_000u32 {
+            let k = i.to_be_bytes().to_vec();
+            if std::ptr::eq(s.shard(&k), target) {
+                same.push(k);
+                if same.len() == 3 {
+                    break;
+                }
+            }
+        }
+        put(&s, &same[0], 0, 0);
+        put(&s, &same[1], 1, 0);
+        assert_eq!(get(&s, &same[0], 0), Some(0)); // same[0] is now most recent
+        put(&s, &same[2], 2, 0); // evicts same[1]
+        assert_eq!(get(&s, &same[1], 0), None);
+        assert_eq!(get(&s, &same[0], 0), Some(0));
+        assert_eq!(get(&s, &same[2], 0), Some(2));
+    }
+
+    #[test]
+    fn remove_and_scan() {
+        let s = MemoryStore::new(100);
+        put(&s, b"ban:a", 1, 0);
+        put(&s, b"ban:b", 2, 0);
+        put(&s, b"rl:c", 3, 0);
+        let mut seen = Vec::new();
+        s.scan(b"ban:", 0, &mut |k, c| seen.push((k.to_vec(), c.a)));
+        seen.sort();
+        assert_eq!(seen, vec![(b"ban:a".to_vec(), 1), (b"ban:b".to_vec(), 2)]);
+        assert!(s.remove(b"ban:a"));
+        assert!(!s.remove(b"ban:a"));
+        assert_eq!(get(&s, b"ban:a", 0), None);
+    }
+
+    #[test]
+    fn update_returning_none_deletes() {
+        let s = MemoryStore::new(100);
+        put(&s, b"k", 1, 0);
+        s.update(b"k", 0, &mut |_| None);
+        assert!(s.is_empty());
+    }
+}
