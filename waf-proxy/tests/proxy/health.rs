@@ -137,9 +137,10 @@ async fn a_failing_server_leaves_rotation_and_comes_back() {
         }
         assert!(Instant::now() < deadline, "a never came back: {again:?}");
     }
+    // Two failed checks took a out, two passing ones brought it back.
     assert!(
-        a.checks.load(Ordering::SeqCst) >= 6,
+        a.checks.load(Ordering::SeqCst) >= 4,
         "a is checked, by the proxy"
     );
-    assert!(b.checks.load(Ordering::SeqCst) >= 4, "b is checked too");
+    assert!(b.checks.load(Ordering::SeqCst) >= 3, "b is checked too");
 }
