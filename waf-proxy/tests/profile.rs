@@ -1,8 +1,8 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 90 % of
-//! its attacks or over 1 % of its benign requests, so a rule change that regresses either
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 91.5 % of
+//! its attacks or over 0.25 % of its benign requests, so a rule change that regresses either
 //! fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
 
@@ -137,6 +137,20 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
             199002,
         ),
         ("/", &json, "{not json", 100010),
+        // A "document" (blank line, code fence) lowers single signals but never hides an
+        // injection: libinjection and the quote rule still add up in one.
+        (
+            "/",
+            &form,
+            "comment=x%27%20or%20%271%27%3D%271%0A%0Ahello",
+            199002,
+        ),
+        (
+            "/",
+            &form,
+            "comment=%60%60%60%0Aa%3B%20cat%20%2Fetc%2Fpasswd%0A%60%60%60",
+            199002,
+        ),
     ];
     for (uri, headers, body, rule) in blocked {
         assert_eq!(
@@ -205,13 +219,13 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.90,
-        "detection {:.4} < 0.90",
+        s.detection_rate() >= 0.915,
+        "detection {:.4} < 0.915",
         s.detection_rate()
     );
     assert!(
-        s.false_positive_rate() <= 0.01,
-        "false positives {:.4} > 0.01",
+        s.false_positive_rate() <= 0.0025,
+        "false positives {:.4} > 0.0025",
         s.false_positive_rate()
     );
 }
@@ -294,4 +308,76 @@ fn default_profile_blocks_textbook_attacks() {
     let text = String::from_utf8(out).unwrap();
     assert_eq!(s.attacks.total, 39);
     assert_eq!(s.attacks.blocked, 39, "{text}");
+}
+
+fn real_traffic() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/realtraffic/realtraffic.jsonl")
+}
+
+/// The benign real-traffic suite (`tests/fixtures/realtraffic/`, written by
+/// `gen.py`): 2,400 requests of the kinds real sites receive (analytics beacons, consent and
+/// A/B tools, OAuth/OIDC/SAML, SPA JSON, GraphQL, rich text, code in forum posts, searches
+/// full of SQL words, uploads, webhooks, CDN image URLs, non-English text). Prints the block
+/// rate per family; fails on any block.
+#[test]
+fn default_profile_passes_real_traffic() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    let mut out = Vec::new();
+    let s = replay::run_with(&waf, &[real_traffic()], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let mut families: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut blocked = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("rt-")) {
+        let mut cols = line.split('\t');
+        let id = cols.next().unwrap();
+        let verdict = cols.next().unwrap();
+        let family = id[3..].rsplit_once('-').unwrap().0;
+        let e = families.entry(family).or_default();
+        e.0 += 1;
+        if verdict != "pass" {
+            e.1 += 1;
+            blocked.push(line);
+        }
+    }
+    println!(
+        "real-traffic suite, default profile: {} requests",
+        s.requests
+    );
+    for (family, (total, b)) in &families {
+        println!(
+            "  {family:<15} {total:>5} {b:>5} {:>7.2}%",
+            100.0 * *b as f64 / *total as f64
+        );
+    }
+    assert_eq!(s.errors, 0, "{text}");
+    assert!(s.benign.total >= 2000, "{}", s.benign.total);
+    assert_eq!(families.len(), 12, "{families:?}");
+    assert!(families.values().all(|(t, _)| *t >= 150), "{families:?}");
+    assert!(
+        blocked.is_empty(),
+        "{} blocked:\n{}",
+        blocked.len(),
+        blocked.join("\n")
+    );
+}
+
+/// The committed suite is what the committed generator writes (so neither drifts).
+#[test]
+fn real_traffic_suite_matches_its_generator() {
+    let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/realtraffic/gen.py");
+    let out = std::process::Command::new("python3")
+        .arg(&gen)
+        .output()
+        .expect("python3 is needed to check tests/fixtures/realtraffic/gen.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let committed = std::fs::read(real_traffic()).unwrap();
+    assert!(
+        out.stdout == committed,
+        "realtraffic.jsonl is stale: regenerate it with python3 {}",
+        gen.display()
+    );
 }

@@ -10,7 +10,12 @@
 //! - leading whitespace of the name is trimmed (ModSecurity v2 compatible); nothing else is
 //!   trimmed, so `a = b` gives the name `a ` and the value ` b`;
 //! - a cookie whose name is empty after trimming (`=bar`) is skipped;
-//! - no URL decoding: rules decode with `t:urlDecodeUni` themselves.
+//! - no URL decoding: rules decode with `t:urlDecodeUni` themselves;
+//! - a value wholly inside double quotes (`a="x y"`, RFC 6265 `cookie-value`) loses its
+//!   quotes and its backslash escapes (`\"`, `\\`, and Python `http.cookies`' octal
+//!   `\074`), as Python, Go and Java servlet containers read it. ModSecurity keeps the
+//!   quotes; an escaped `\074script\076` would then reach the application as `<script>`
+//!   unseen (issue 13).
 //!
 //! Several `Cookie:` headers are parsed one by one by the caller; pairs accumulate in order.
 
@@ -44,8 +49,45 @@ pub(crate) fn parse(header_value: &[u8], out: &mut Vec<(Vec<u8>, Vec<u8>)>) {
         if name.is_empty() {
             continue;
         }
-        out.push((name.to_vec(), value.to_vec()));
+        out.push((name.to_vec(), unquote(value)));
     }
+}
+
+/// A cookie value as frameworks read it: surrounding double quotes removed, backslash
+/// escapes inside resolved (three octal digits are one byte).
+fn unquote(value: &[u8]) -> Vec<u8> {
+    let Some(inner) = value
+        .strip_prefix(b"\"")
+        .and_then(|v| v.strip_suffix(b"\""))
+    else {
+        return value.to_vec();
+    };
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        if inner[i] == b'\\' && i + 1 < inner.len() {
+            let oct = inner
+                .get(i + 1..i + 4)
+                .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            match oct {
+                Some(d) => {
+                    let v = u32::from(d[0] - b'0') * 64
+                        + u32::from(d[1] - b'0') * 8
+                        + u32::from(d[2] - b'0');
+                    out.push(v as u8);
+                    i += 4;
+                }
+                None => {
+                    out.push(inner[i + 1]);
+                    i += 2;
+                }
+            }
+            continue;
+        }
+        out.push(inner[i]);
+        i += 1;
+    }
+    out
 }
 
 /// C `isspace` in the "C" locale.
@@ -112,6 +154,17 @@ mod tests {
             run(b"$Version=1; c=%3Cscript%3E"),
             s(&[("$Version", "1"), ("c", "%3Cscript%3E")])
         );
+    }
+
+    #[test]
+    fn quoted_values_are_unquoted() {
+        assert_eq!(
+            run(b"a=\"x y\"; b=\"\\074s\\076\\\"\""),
+            s(&[("a", "x y"), ("b", "<s>\"")])
+        );
+        // Not wholly quoted: kept as sent.
+        assert_eq!(run(b"a=\"x; b=y\""), s(&[("a", "\"x"), ("b", "y\"")]));
+        assert_eq!(run(b"a=\""), s(&[("a", "\"")]));
     }
 
     #[test]

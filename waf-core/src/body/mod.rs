@@ -22,9 +22,46 @@
 //! 140,000 pairs in 51 ms; 0.98 MB XML with 30,000 attributes in 15 ms; 1.24 MB multipart
 //! body with 2,000 parts in 6 ms.
 
+//! # Inspected as the application reads it, or refused (issue 13)
+//!
+//! Before a processor runs, the engine (`eval::Transaction::process_request_body`) turns
+//! the body into what the backend will parse: `Content-Encoding` decoded
+//! ([`content_encoding`]), the declared charset or a BOM decoded to UTF-8 ([`charset`]), and
+//! a body that is JSON (or a form) inspected as such whatever its label ([`sniff`]).
+//! Multipart parts get their `Content-Transfer-Encoding` and charset undone
+//! (`multipart::decode_part`), XML internal entities are expanded within limits
+//! ([`xml`]), quoted cookie values are unquoted ([`cookie`]), and `t:urlDecodeUni` folds
+//! values to NFKC. Shapes that frameworks accept are parsed: media types and the
+//! `boundary` parameter in any case, transport padding after a boundary, a BOM before
+//! JSON, RFC 2231 `boundary*` and RFC 5987 `filename*`.
+//!
+//! Refused with 400 whatever the rules say (a [`crate::Verdict`] from the core, with
+//! `REQBODY_ERROR` set for the log), because no single reading can be inspected or the
+//! input would otherwise be dropped uninspected:
+//!
+//! | shape | why |
+//! |---|---|
+//! | two different `Content-Type` or `Content-Encoding` headers | the backend may read either |
+//! | two `boundary` parameters; two `Content-Disposition` (or any header twice) in a part | ambiguous framing |
+//! | an unknown charset, transfer encoding or content coding; a corrupt compressed stream | cannot be decoded |
+//! | a decoded body over the body limit or 100× its compressed size (past 1 MiB) | decompression bomb |
+//! | more arguments than `SecArgumentsLimit` (query string or body) | the rest would be dropped |
+//! | JSON deeper than `SecRequestBodyJsonDepthLimit`, or with argument names over their budget | idem |
+//! | XML deeper than 1024, or entity expansion past its limits | idem |
+//! | more multipart parts than 1000, more than 32 headers in a part, a part header line over 4096 bytes | idem |
+//!
+//! A body over `SecRequestBodyLimit` is refused with 413 (`SecRequestBodyLimitAction
+//! Reject`, both profiles); `ProcessPartial` is an explicit opt-in to inspect only the
+//! first part. Malformed bodies (bad JSON, XML or multipart syntax) set `REQBODY_ERROR`
+//! as in ModSecurity, and both profiles deny those with 400 by rule (100010, 200002).
+
+pub(crate) mod charset;
+pub(crate) mod content_encoding;
 pub(crate) mod cookie;
+mod ebcdic;
 pub(crate) mod json;
 pub(crate) mod multipart;
+pub(crate) mod sniff;
 pub(crate) mod urlencoded;
 pub(crate) mod xml;
 
@@ -93,7 +130,44 @@ mod tests {
                 &Default::default(),
             );
             let total: usize = mp.args.iter().map(|(n, v)| n.len() + v.len()).sum();
-            assert!(total <= body.len());
+            // Decoded parts (base64, quoted-printable, UTF-16) are never longer than
+            // twice their raw bytes plus the U+FFFD expansion of a charset decode.
+            assert!(total <= 4 * body.len());
+
+            // Charset decoding: any label, any bytes; output at most 4x the input.
+            let labels: [&[u8]; 7] = [
+                b"utf-16le",
+                b"utf-32",
+                b"ibm037",
+                b"utf-7",
+                b"shift_jis",
+                b"x-nope",
+                b"utf-8",
+            ];
+            let label = labels[(rng.next() % labels.len() as u64) as usize];
+            let bytes = rng.input(b"+-AZaz09/\xff\xfe\0<>", 48);
+            if let Ok(out) = super::charset::decode(Some(label), &bytes) {
+                assert!(out.len() <= 4 * bytes.len() + 4);
+            }
+
+            // Content codings over garbage: an error or a bounded output, never a panic.
+            let codings: [&[u8]; 4] = [b"gzip", b"deflate", b"br", b"gzip, br"];
+            let coding = codings[(rng.next() % codings.len() as u64) as usize];
+            let mut stream = vec![0x1f, 0x8b, 0x08, 0x00];
+            stream.extend(rng.input(b"\x00\x01\xff\x8b\x1f", 40));
+            if let Ok(out) = super::content_encoding::decode(coding, stream, 4096) {
+                assert!(out.len() <= 4096);
+            }
+
+            // XML with an internal subset: entity expansion stays within its limits.
+            let mut doc = b"<!DOCTYPE r [<!ENTITY a \"&b;&b;\"><!ENTITY b \"x<y\">]><r>".to_vec();
+            doc.extend(rng.input(b"&a;b<>/r=\"'", 40));
+            doc.extend_from_slice(b"</r>");
+            if let Ok(x) = super::xml::parse(&doc, 8) {
+                let text: usize = x.text_nodes.iter().map(Vec::len).sum();
+                assert!(text <= doc.len() + super::xml::MAX_EXPANSION);
+            }
+            let _ = super::sniff::is_form(&s, b'&');
         }
     }
 }

@@ -230,7 +230,10 @@ fn parse_boundary(ct: &[u8], mp: &mut Multipart) -> Option<Vec<u8>> {
         mp.fail("Multipart: Multiple boundary parameters in C-T.");
         return None;
     }
-    let Some(bpos) = memmem::find(ct, b"boundary") else {
+    // Parameter names are case-insensitive (RFC 2045 §5.1): `Boundary=` is the same
+    // parameter. ModSecurity rejects it ("case sensitivity"), every framework accepts it.
+    let lower_ct = ct.to_ascii_lowercase();
+    let Some(bpos) = memmem::find(&lower_ct, b"boundary") else {
         if count_boundary_params(ct) > 0 {
             mp.fail("Multipart: Invalid boundary in C-T (case sensitivity).");
         } else {
@@ -253,7 +256,12 @@ fn parse_boundary(ct: &[u8], mp: &mut Multipart) -> Option<Vec<u8>> {
     if !seen_semicolon {
         mp.flags.missing_semicolon = true;
     }
-    let after_name = bpos + b"boundary".len();
+    let mut after_name = bpos + b"boundary".len();
+    // RFC 2231 `boundary*=charset'lang'value`: the value is percent-encoded.
+    let extended = ct.get(after_name) == Some(&b'*');
+    if extended {
+        after_name += 1;
+    }
     let Some(eq) = memchr::memchr(b'=', &ct[after_name..]).map(|i| after_name + i) else {
         mp.fail("Multipart: Invalid boundary in C-T (malformed).");
         return None;
@@ -288,6 +296,13 @@ fn parse_boundary(ct: &[u8], mp: &mut Multipart) -> Option<Vec<u8>> {
         }
         value
     };
+    let decoded;
+    let boundary = if extended {
+        decoded = ext_value(boundary);
+        decoded.as_slice()
+    } else {
+        boundary
+    };
     if boundary.is_empty() {
         mp.fail("Multipart: Invalid boundary in C-T (empty).");
         return None;
@@ -301,6 +316,129 @@ fn parse_boundary(ct: &[u8], mp: &mut Multipart) -> Option<Vec<u8>> {
         return None;
     }
     Some(boundary.to_vec())
+}
+
+/// A form part's value as the application reads it: `Content-Transfer-Encoding` base64 or
+/// quoted-printable undone (RFC 2045 §6; RFC 7578 deprecates them but Java, .NET and
+/// Python's `email` parsers still apply them), then the part's `charset` decoded to UTF-8.
+/// An unknown transfer encoding or charset is an error, so the part is refused rather than
+/// passed uninspected.
+fn decode_part(headers: &[(Vec<u8>, Vec<u8>)], raw: &[u8]) -> Result<Vec<u8>, String> {
+    let header = |name: &[u8]| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    };
+    let mut value =
+        match header(b"Content-Transfer-Encoding").map(|v| v.trim_ascii().to_ascii_lowercase()) {
+            None => raw.to_vec(),
+            Some(cte) => match cte.as_slice() {
+                b"7bit" | b"8bit" | b"binary" => raw.to_vec(),
+                b"base64" => {
+                    use base64::engine::{general_purpose, DecodePaddingMode, GeneralPurpose};
+                    use base64::Engine as _;
+                    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+                        &base64::alphabet::STANDARD,
+                        general_purpose::GeneralPurposeConfig::new()
+                            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+                            .with_decode_allow_trailing_bits(true),
+                    );
+                    let clean: Vec<u8> = raw
+                        .iter()
+                        .copied()
+                        .filter(|c| !c.is_ascii_whitespace())
+                        .collect();
+                    LENIENT
+                        .decode(&clean)
+                        .map_err(|_| "Multipart: Invalid base64 part.".to_string())?
+                }
+                b"quoted-printable" => quoted_printable(raw),
+                other => {
+                    return Err(format!(
+                        "Multipart: Unsupported Content-Transfer-Encoding: {}.",
+                        String::from_utf8_lossy(other)
+                    ))
+                }
+            },
+        };
+    if let Some(ct) = header(b"Content-Type") {
+        let label = super::charset::param(ct);
+        match super::charset::decode(label.as_deref(), &value) {
+            Ok(std::borrow::Cow::Owned(v)) => value = v,
+            Ok(std::borrow::Cow::Borrowed(_)) => {}
+            Err(super::charset::Unsupported(l)) => {
+                return Err(format!(
+                    "Multipart: Unsupported part charset: {}.",
+                    String::from_utf8_lossy(&l)
+                ))
+            }
+        }
+    }
+    Ok(value)
+}
+
+/// RFC 2045 §6.7 quoted-printable: `=XX` escapes and `=` soft line breaks; anything else,
+/// including a malformed `=`, is kept as is.
+fn quoted_printable(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'=' {
+            let rest = &raw[i + 1..];
+            if rest.starts_with(b"\r\n") {
+                i += 3;
+                continue;
+            }
+            if rest.starts_with(b"\n") {
+                i += 2;
+                continue;
+            }
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (
+                rest.first().and_then(|&c| hex(c)),
+                rest.get(1).and_then(|&c| hex(c)),
+            ) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    out
+}
+
+/// An RFC 2231 / RFC 5987 extended value (`charset'lang'pct-encoded`): the percent-decoded
+/// bytes after the second `'` (as UTF-8, the only charset RFC 5987 requires; ISO-8859-1
+/// values stay bytes). A value without two `'` is taken as is.
+fn ext_value(v: &[u8]) -> Vec<u8> {
+    let mut quotes = v
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c == b'\'')
+        .map(|(i, _)| i);
+    let start = match (quotes.next(), quotes.next()) {
+        (Some(_), Some(second)) => second + 1,
+        _ => 0,
+    };
+    let raw = &v[start..];
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if raw[i] == b'%' && i + 2 < raw.len() {
+            if let (Some(h), Some(l)) = (hex(raw[i + 1]), hex(raw[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    out
 }
 
 /// How many times `boundary` (any case) occurs with a `=` somewhere after it.
@@ -401,6 +539,13 @@ impl Parser<'_> {
                 if is_final {
                     rest = &rest[2..];
                 }
+                // RFC 2046 §5.1.1 allows transport padding (spaces, tabs) after the
+                // boundary; every framework ignores it.
+                let pad = rest
+                    .iter()
+                    .take_while(|&&c| c == b' ' || c == b'\t')
+                    .count();
+                rest = &rest[pad..];
                 match rest {
                     b"\r\n" => self.mp.flags.crlf_line = true,
                     b"\n" => self.mp.flags.lf_line = true,
@@ -592,7 +737,9 @@ impl Parser<'_> {
             return;
         }
         if !part.filename.is_empty() {
-            if memmem::find(&cd, b"filename=").is_none() {
+            if memmem::find(&cd, b"filename=").is_none()
+                && memmem::find(&cd, b"filename*=").is_none()
+            {
                 self.mp
                     .fail("Multipart: Invalid Content-Disposition header (filename).");
                 return;
@@ -706,6 +853,16 @@ impl Parser<'_> {
                     return Err(-14);
                 }
                 part.name = value;
+            } else if pname == b"filename*" || pname == b"name*" {
+                // RFC 5987/6266: the extended form wins over the plain one.
+                let value = ext_value(&value);
+                if pname == b"name*" {
+                    self.mp.names.push(value.clone());
+                    part.name = value;
+                } else {
+                    self.mp.filenames.push(value.clone());
+                    part.filename = value;
+                }
             } else if pname == b"filename" {
                 if value.contains(&b'\'') {
                     self.mp.flags.invalid_quoting = true;
@@ -795,7 +952,14 @@ impl Parser<'_> {
                 content: range,
             });
         } else {
-            let value = self.body.get(range).unwrap_or_default().to_vec();
+            let raw = self.body.get(range).unwrap_or_default();
+            let value = match decode_part(&part.headers, raw) {
+                Ok(v) => v,
+                Err(msg) => {
+                    self.mp.fail(msg);
+                    raw.to_vec()
+                }
+            };
             self.mp.no_files_length += value.len();
             self.mp.args.push((part.name, value));
         }
@@ -996,7 +1160,6 @@ mod tests {
             ("", "Content-Type header not available"),
             ("multipart/related", "Invalid MIME type"),
             ("multipart/form-data", "Boundary not found"),
-            ("multipart/form-data; BOUNDARY=a", "case sensitivity"),
             (
                 "multipart/form-data; boundary=a; boundary=b",
                 "Multiple boundary",

@@ -17,10 +17,14 @@
 //!
 //! # Safety (XXE) and strictness
 //!
-//! No DTD is processed: a `<!DOCTYPE ...>` (with its internal subset) is skipped, nothing is
-//! fetched, and no entity is expanded except the five predefined ones and character
-//! references. Any other `&name;` stays in the text verbatim, so `&xxe;` payloads remain
-//! visible to rules. Structure is checked as libxml2 would: one root element, matching
+//! Nothing is fetched: external entities (`SYSTEM`, `PUBLIC`) and parameter entities are
+//! never resolved, and a reference to one stays in the text verbatim, so `&xxe;` payloads
+//! remain visible to rules. Internal general entities (`<!ENTITY x "...">` in the internal
+//! subset) are expanded, because the application's parser expands them: a payload carried
+//! in an entity's definition must reach the rules (issue 13). Expansion is bounded: at most
+//! [`MAX_ENTITIES`] declarations, nesting [`MAX_ENTITY_DEPTH`] deep, and
+//! [`MAX_EXPANSION`] bytes of expanded text per document; past any of them the document is
+//! refused ("entity expansion limit exceeded"), never half-expanded (billion laughs). Structure is checked as libxml2 would: one root element, matching
 //! end tags, well-formed tags and attributes, nothing but whitespace, comments and
 //! processing instructions outside the root. Unlike libxml2 we accept a bare `&` and
 //! undeclared entities (kept as text, as Go's non-strict decoder does), do not normalise
@@ -32,6 +36,15 @@
 //!
 //! Nesting deeper than `max_depth` is an error (libxml2 stops at 256 without
 //! `XML_PARSE_HUGE`). The parser does not recurse; output is at most twice the input size.
+
+/// Most internal entity declarations honoured; more is an error.
+pub(crate) const MAX_ENTITIES: usize = 64;
+
+/// Deepest chain of entities referring to entities.
+pub(crate) const MAX_ENTITY_DEPTH: usize = 4;
+
+/// Most bytes produced by entity expansion in one document.
+pub(crate) const MAX_EXPANSION: usize = 64 * 1024;
 
 /// What the `XML` collection exposes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -54,6 +67,7 @@ pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, String> {
         xml: Xml::default(),
         seen_root: false,
         text: Vec::new(),
+        entities: Entities::default(),
     };
     match p.run() {
         Ok(()) => Ok(p.xml),
@@ -74,6 +88,16 @@ struct Parser<'a> {
     seen_root: bool,
     /// The text node being accumulated (decoded).
     text: Vec<u8>,
+    /// Internal general entities of the DTD.
+    entities: Entities,
+}
+
+/// Internal general entities: name → replacement text (raw), and the expansion budget.
+#[derive(Default)]
+struct Entities {
+    defs: Vec<(Vec<u8>, Vec<u8>)>,
+    expanded: usize,
+    over_limit: bool,
 }
 
 type Res = Result<(), &'static str>;
@@ -126,7 +150,10 @@ impl Parser<'_> {
                         return Err("text outside the root element");
                     }
                 } else {
-                    decode_text(raw, &mut self.text);
+                    decode_text(raw, &mut self.text, &mut self.entities, 0);
+                    if self.entities.over_limit {
+                        return Err("entity expansion limit exceeded");
+                    }
                 }
                 self.pos = end;
             }
@@ -176,6 +203,10 @@ impl Parser<'_> {
                     i += 4 + close + 3;
                     continue;
                 }
+                b'<' if in_subset && self.input[i..].starts_with(b"<!ENTITY") => {
+                    i = self.entity_decl(i)?;
+                    continue;
+                }
                 b'[' => in_subset = true,
                 b']' => in_subset = false,
                 b'>' if !in_subset => {
@@ -187,6 +218,63 @@ impl Parser<'_> {
             i += 1;
         }
         Err("unterminated DOCTYPE")
+    }
+
+    /// `<!ENTITY name "value">` at `i`: records an internal general entity; returns the
+    /// index after the declaration. Parameter (`%`) and external (`SYSTEM`/`PUBLIC`)
+    /// entities are skipped, not recorded.
+    fn entity_decl(&mut self, i: usize) -> Result<usize, &'static str> {
+        let input = self.input;
+        let mut j = i + b"<!ENTITY".len();
+        let ws = |j: &mut usize| {
+            while input.get(*j).is_some_and(|&c| is_ws(c)) {
+                *j += 1;
+            }
+        };
+        ws(&mut j);
+        let parameter = input.get(j) == Some(&b'%');
+        if parameter {
+            j += 1;
+            ws(&mut j);
+        }
+        let name_start = j;
+        while input
+            .get(j)
+            .is_some_and(|&c| !is_ws(c) && c != b'"' && c != b'\'' && c != b'>')
+        {
+            j += 1;
+        }
+        let name = &input[name_start..j];
+        ws(&mut j);
+        let mut value = None;
+        if let Some(&q) = input.get(j).filter(|&&c| c == b'"' || c == b'\'') {
+            let close =
+                memchr::memchr(q, &input[j + 1..]).ok_or("unterminated literal in DOCTYPE")?;
+            value = Some(&input[j + 1..j + 1 + close]);
+            j += close + 2;
+        }
+        // The rest of the declaration (SYSTEM "uri", NDATA ...), quoted literals skipped.
+        while let Some(&c) = input.get(j) {
+            match c {
+                b'"' | b'\'' => {
+                    let close = memchr::memchr(c, &input[j + 1..])
+                        .ok_or("unterminated literal in DOCTYPE")?;
+                    j += close + 2;
+                }
+                b'>' => {
+                    j += 1;
+                    break;
+                }
+                _ => j += 1,
+            }
+        }
+        if let (false, Some(v), false) = (parameter, value, name.is_empty()) {
+            if self.entities.defs.len() >= MAX_ENTITIES {
+                return Err("entity expansion limit exceeded (declarations)");
+            }
+            self.entities.defs.push((name.to_vec(), v.to_vec()));
+        }
+        Ok(j)
     }
 
     fn start_tag(&mut self) -> Res {
@@ -250,7 +338,10 @@ impl Parser<'_> {
             return Err("'<' in attribute value");
         }
         let mut value = Vec::with_capacity(raw.len());
-        decode_text(raw, &mut value);
+        decode_text(raw, &mut value, &mut self.entities, 0);
+        if self.entities.over_limit {
+            return Err("entity expansion limit exceeded");
+        }
         self.xml.attr_values.push(value);
         self.pos = end + 1;
         Ok(())
@@ -313,9 +404,10 @@ fn push_trimmed(nodes: &mut Vec<Vec<u8>>, data: &[u8]) {
     }
 }
 
-/// Appends `raw` to `out`, expanding the predefined entities and character references.
-/// Anything else after `&` is copied verbatim.
-fn decode_text(raw: &[u8], out: &mut Vec<u8>) {
+/// Appends `raw` to `out`, expanding the predefined entities, character references and
+/// declared internal entities (recursively, within the budget of `entities`; past it,
+/// `entities.over_limit` is set). Anything else after `&` is copied verbatim.
+fn decode_text(raw: &[u8], out: &mut Vec<u8>, entities: &mut Entities, depth: usize) {
     let mut i = 0;
     while i < raw.len() {
         let Some(amp) = memchr::memchr(b'&', &raw[i..]).map(|a| i + a) else {
@@ -329,6 +421,23 @@ fn decode_text(raw: &[u8], out: &mut Vec<u8>) {
             .position(|&c| c == b';')
             .map(|s| amp + s);
         let decoded = semi.and_then(|s| entity(&raw[amp + 1..s]));
+        if let (Some(s), None) = (semi, decoded) {
+            let name = &raw[amp + 1..s];
+            if let Some(k) = entities.defs.iter().position(|(n, _)| n == name) {
+                let value = entities.defs[k].1.clone();
+                entities.expanded += value.len();
+                if depth >= MAX_ENTITY_DEPTH || entities.expanded > MAX_EXPANSION {
+                    entities.over_limit = true;
+                    return;
+                }
+                decode_text(&value, out, entities, depth + 1);
+                if entities.over_limit {
+                    return;
+                }
+                i = s + 1;
+                continue;
+            }
+        }
         match (semi, decoded) {
             (Some(s), Some(ch)) => {
                 let mut tmp = [0u8; 4];

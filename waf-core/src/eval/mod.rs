@@ -176,6 +176,10 @@ impl TxState {
             body::urlencoded::parse(&self.data.query_string, separator, limit, &mut pairs);
         self.data.urlencoded_error |= outcome.invalid_encoding;
         self.data.args_get = pairs.into_iter().map(|(k, v)| Pair::new(k, v)).collect();
+        if outcome.args_limit_exceeded {
+            // A limit never drops input silently (issue 13): refuse instead.
+            let _ = self.limit_intervention(400, "query string has more arguments than the limit");
+        }
         // As libmodsecurity does, REQBODY_PROCESSOR is known from Content-Type in phase 1
         // already (CRS rules test it there); rules may still change it with ctl.
         self.data.body_processor = self.default_body_processor();
@@ -273,111 +277,281 @@ impl TxState {
         }
     }
 
+    /// Phase-2 body processing. Before a processor runs, the body is made into what the
+    /// application will read (issue 13): `Content-Encoding` undone
+    /// (`body::content_encoding`), the declared charset or BOM decoded to UTF-8
+    /// (`body::charset`), and a body that is JSON or a form inspected as such whatever its
+    /// label (`body::sniff`). What cannot be decoded, and every processor limit (arguments,
+    /// JSON and XML depth, multipart parts), refuses the request with 400 through
+    /// [`Self::limit_intervention`], whatever the rules say: no limit lets input through
+    /// uninspected.
     fn process_request_body(&mut self) {
         let content_type = self
             .header(b"content-type")
             .map(<[u8]>::to_vec)
             .unwrap_or_default();
-        let processor = self
+        let mut processor = self
             .body_processor
             .or_else(|| self.default_body_processor());
+        let mut body = std::mem::take(&mut self.data.request_body);
+        if !body.is_empty() {
+            // Two different Content-Type or Content-Encoding headers: the backend may
+            // read either, so no single reading can be inspected (issue 13). Refuse.
+            for name in [&b"content-type"[..], b"content-encoding"] {
+                let mut values = self
+                    .data
+                    .request_headers
+                    .iter()
+                    .filter(|p| p.key.eq_ignore_ascii_case(name))
+                    .map(|p| p.value.trim_ascii());
+                if let Some(first) = values.next() {
+                    if values.any(|v| !v.eq_ignore_ascii_case(first)) {
+                        self.data.body_processor = processor;
+                        self.data.request_body = body;
+                        self.refuse_body(format!(
+                            "Conflicting {} headers",
+                            String::from_utf8_lossy(name)
+                        ));
+                        return;
+                    }
+                }
+            }
+            if let Some(coding) = self.header(b"content-encoding").map(<[u8]>::to_vec) {
+                match body::content_encoding::decode(&coding, body, self.request_body_limit) {
+                    Ok(decoded) => body = decoded,
+                    Err(body::content_encoding::Refused(msg)) => {
+                        self.data.body_processor = processor;
+                        self.refuse_body(msg);
+                        return;
+                    }
+                }
+            }
+            // Multipart parts carry their own charsets; only a charset that changes the
+            // framing bytes (EBCDIC, UTF-16/32) is decoded for the whole multipart body.
+            let label = body::charset::param(&content_type);
+            let whole = processor != Some(BodyProcessor::Multipart)
+                || label.as_deref().is_some_and(|l| !ascii_compatible(l));
+            // For a multipart body only the label is checked (on no bytes): an unknown
+            // one is refused like anywhere else.
+            let sample: &[u8] = if whole { &body } else { b"" };
+            if whole || label.is_some() {
+                match body::charset::decode(label.as_deref(), sample) {
+                    Ok(_) if !whole => {}
+                    Ok(std::borrow::Cow::Borrowed(b)) if b.len() != body.len() => {
+                        body = b.to_vec(); // a BOM was removed
+                    }
+                    Ok(std::borrow::Cow::Borrowed(_)) => {}
+                    Ok(std::borrow::Cow::Owned(decoded)) => body = decoded,
+                    Err(body::charset::Unsupported(l)) => {
+                        self.data.body_processor = processor;
+                        self.data.request_body = body;
+                        self.refuse_body(format!(
+                            "Request body charset {} is not supported",
+                            String::from_utf8_lossy(&l)
+                        ));
+                        return;
+                    }
+                }
+            }
+            // Values of an ASCII-compatible legacy charset (Shift_JIS, windows-1251) are
+            // percent-decoded bytes in that charset: decode them after parsing.
+            let value_charset = label.filter(|l| ascii_compatible(l) && !is_utf8_label(l));
+            if processor.is_none()
+                && body::sniff::is_form(&body, self.program.config.argument_separator)
+            {
+                processor = Some(BodyProcessor::Urlencoded);
+            }
+            if processor.is_none()
+                && body::sniff::may_be_xml(&body)
+                && body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT).is_ok()
+            {
+                processor = Some(BodyProcessor::Xml);
+            }
+            if matches!(processor, None | Some(BodyProcessor::Urlencoded))
+                && body::sniff::may_be_json(&body)
+            {
+                let config = &self.program.config;
+                let mut pairs = Vec::new();
+                let parsed = body::json::parse(
+                    &body,
+                    config.json_depth_limit,
+                    config.arguments_limit,
+                    &mut pairs,
+                );
+                if let Err(msg) = &parsed {
+                    // Too large to inspect as JSON: refuse rather than let it through as
+                    // opaque text. (A syntax error only means it is not JSON.)
+                    if msg.contains("depth limit")
+                        || msg.contains("too many arguments")
+                        || msg.contains("argument names too long")
+                    {
+                        let msg = msg.clone();
+                        self.data.body_processor = processor;
+                        self.data.request_body = body;
+                        self.refuse_body(msg);
+                        return;
+                    }
+                }
+                if parsed.is_ok() {
+                    self.data
+                        .args_post
+                        .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
+                    if processor.is_none() {
+                        processor = Some(BodyProcessor::Json);
+                        self.data.body_processor = processor;
+                        self.data.request_body_visible = self.force_request_body_variable;
+                        self.data.request_body = body;
+                        return;
+                    }
+                }
+            }
+            self.data.body_processor = processor;
+            self.run_body_processor(processor, &content_type, &body, value_charset.as_deref());
+        }
         self.data.body_processor = processor;
         let config = &self.program.config;
-        let body = std::mem::take(&mut self.data.request_body);
         if processor != Some(BodyProcessor::Multipart)
             && body.len() > config.request_body_no_files_limit
         {
             self.data.inbound_data_error = true;
         }
-        if !body.is_empty() {
-            match processor {
-                Some(BodyProcessor::Urlencoded) => {
-                    let mut pairs = Vec::new();
-                    let outcome = body::urlencoded::parse(
-                        &body,
-                        config.argument_separator,
-                        config.arguments_limit,
-                        &mut pairs,
-                    );
-                    self.data.urlencoded_error |= outcome.invalid_encoding;
-                    self.data
-                        .args_post
-                        .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
-                }
-                Some(BodyProcessor::Json) => {
-                    let mut pairs = Vec::new();
-                    let result = body::json::parse(
-                        &body,
-                        config.json_depth_limit,
-                        config.arguments_limit,
-                        &mut pairs,
-                    );
-                    self.data
-                        .args_post
-                        .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
-                    if let Err(msg) = result {
-                        self.set_body_error(msg);
-                    }
-                }
-                Some(BodyProcessor::Xml) => {
-                    match body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT) {
-                        Ok(xml) => {
-                            self.data.xml_text = xml.text_nodes;
-                            self.data.xml_attrs = xml.attr_values;
-                        }
-                        Err(msg) => self.set_body_error(msg),
-                    }
-                }
-                Some(BodyProcessor::Multipart) => {
-                    let limits = body::multipart::MultipartLimits::default();
-                    let mp = body::multipart::parse(&content_type, &body, &limits);
-                    let strict_error = mp.strict_error();
-                    self.data
-                        .args_post
-                        .extend(mp.args.into_iter().map(|(k, v)| Pair::new(k, v)));
-                    self.data.files = mp
-                        .files
-                        .iter()
-                        .map(|f| FileInfo {
-                            field: f.field_name.clone(),
-                            filename: f.filename.clone(),
-                            size: f.size,
-                        })
-                        .collect();
-                    self.data.part_headers = mp
-                        .part_headers
-                        .into_iter()
-                        .map(|(k, v)| Pair::new(k, v))
-                        .collect();
-                    self.data.multipart_names = mp.names;
-                    self.data.multipart_filenames = mp.filenames;
-                    let fl = &mp.flags;
-                    self.data.multipart = data::MultipartFlags {
-                        boundary_quoted: fl.boundary_quoted,
-                        boundary_whitespace: fl.boundary_whitespace,
-                        crlf_lf_lines: fl.crlf_lf_lines(),
-                        data_after: fl.data_after,
-                        data_before: fl.data_before,
-                        file_limit_exceeded: fl.file_limit_exceeded,
-                        header_folding: fl.header_folding,
-                        invalid_header_folding: fl.invalid_header_folding,
-                        invalid_part: fl.invalid_part,
-                        invalid_quoting: fl.invalid_quoting,
-                        lf_line: fl.lf_line,
-                        missing_semicolon: fl.missing_semicolon,
-                        unmatched_boundary: fl.unmatched_boundary,
-                        strict_error,
-                    };
-                    if let Some(msg) = mp.error {
-                        self.set_body_error(msg);
-                    }
-                }
-                None => {}
-            }
-        }
         self.data.request_body_visible =
             self.force_request_body_variable || processor == Some(BodyProcessor::Urlencoded);
         self.data.request_body = body;
+    }
+
+    /// Refuses the request for a body that cannot be inspected: `REQBODY_ERROR` for the
+    /// audit log and rules, and a 400 intervention that does not depend on them.
+    fn refuse_body(&mut self, msg: String) {
+        self.set_body_error(msg.clone());
+        let _ = self.limit_intervention(400, &msg);
+    }
+
+    fn run_body_processor(
+        &mut self,
+        processor: Option<BodyProcessor>,
+        content_type: &[u8],
+        body: &[u8],
+        value_charset: Option<&[u8]>,
+    ) {
+        let config = &self.program.config;
+        match processor {
+            Some(BodyProcessor::Urlencoded) => {
+                let mut pairs = Vec::new();
+                let outcome = body::urlencoded::parse(
+                    body,
+                    config.argument_separator,
+                    config.arguments_limit,
+                    &mut pairs,
+                );
+                self.data.urlencoded_error |= outcome.invalid_encoding;
+                if let Some(cs) = value_charset {
+                    for (k, v) in &mut pairs {
+                        for x in [k, v] {
+                            if let Ok(std::borrow::Cow::Owned(d)) =
+                                body::charset::decode(Some(cs), x)
+                            {
+                                *x = d;
+                            }
+                        }
+                    }
+                }
+                self.data
+                    .args_post
+                    .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
+                if outcome.args_limit_exceeded {
+                    self.refuse_body(format!(
+                        "Request body has more than {} arguments",
+                        config.arguments_limit
+                    ));
+                }
+            }
+            Some(BodyProcessor::Json) => {
+                let mut pairs = Vec::new();
+                let result = body::json::parse(
+                    body,
+                    config.json_depth_limit,
+                    config.arguments_limit,
+                    &mut pairs,
+                );
+                self.data
+                    .args_post
+                    .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
+                if let Err(msg) = result {
+                    if msg.contains("depth limit")
+                        || msg.contains("too many arguments")
+                        || msg.contains("argument names too long")
+                    {
+                        self.refuse_body(msg);
+                    } else {
+                        self.set_body_error(msg);
+                    }
+                }
+            }
+            Some(BodyProcessor::Xml) => {
+                match body::xml::parse(body, crate::limits::DEFAULT_XML_DEPTH_LIMIT) {
+                    Ok(xml) => {
+                        self.data.xml_text = xml.text_nodes;
+                        self.data.xml_attrs = xml.attr_values;
+                    }
+                    Err(msg) if msg.contains("limit") => self.refuse_body(msg),
+                    Err(msg) => self.set_body_error(msg),
+                }
+            }
+            Some(BodyProcessor::Multipart) => {
+                let limits = body::multipart::MultipartLimits::default();
+                let mp = body::multipart::parse(content_type, body, &limits);
+                let strict_error = mp.strict_error();
+                self.data
+                    .args_post
+                    .extend(mp.args.into_iter().map(|(k, v)| Pair::new(k, v)));
+                self.data.files = mp
+                    .files
+                    .iter()
+                    .map(|f| FileInfo {
+                        field: f.field_name.clone(),
+                        filename: f.filename.clone(),
+                        size: f.size,
+                    })
+                    .collect();
+                self.data.part_headers = mp
+                    .part_headers
+                    .into_iter()
+                    .map(|(k, v)| Pair::new(k, v))
+                    .collect();
+                self.data.multipart_names = mp.names;
+                self.data.multipart_filenames = mp.filenames;
+                let fl = &mp.flags;
+                self.data.multipart = data::MultipartFlags {
+                    boundary_quoted: fl.boundary_quoted,
+                    boundary_whitespace: fl.boundary_whitespace,
+                    crlf_lf_lines: fl.crlf_lf_lines(),
+                    data_after: fl.data_after,
+                    data_before: fl.data_before,
+                    file_limit_exceeded: fl.file_limit_exceeded,
+                    header_folding: fl.header_folding,
+                    invalid_header_folding: fl.invalid_header_folding,
+                    invalid_part: fl.invalid_part,
+                    invalid_quoting: fl.invalid_quoting,
+                    lf_line: fl.lf_line,
+                    missing_semicolon: fl.missing_semicolon,
+                    unmatched_boundary: fl.unmatched_boundary,
+                    strict_error,
+                };
+                if let Some(msg) = mp.error {
+                    if msg.contains("Part limit exceeded")
+                        || msg.contains("Too many part headers")
+                        || msg.contains("Part header line over")
+                        || msg.contains("Part header too long")
+                    {
+                        self.refuse_body(msg);
+                    } else {
+                        self.set_body_error(msg);
+                    }
+                }
+            }
+            None => {}
+        }
     }
 
     fn set_body_error(&mut self, msg: String) {
@@ -508,6 +682,25 @@ impl TxState {
         }
         self.run_phase_inner(phase)
     }
+}
+
+/// Whether a charset label keeps ASCII bytes as ASCII (so form and multipart framing
+/// survive it): not EBCDIC, UTF-16 or UTF-32. Unknown labels count as compatible here; the
+/// decoder refuses them.
+fn ascii_compatible(label: &[u8]) -> bool {
+    if label.starts_with(b"utf-16") || label.starts_with(b"utf-32") || label.starts_with(b"ucs-") {
+        return false;
+    }
+    match encoding_rs::Encoding::for_label(label) {
+        Some(e) => e.is_ascii_compatible(),
+        None => {
+            !(label.starts_with(b"ibm") || label.starts_with(b"cp") || label.starts_with(b"ebcdic"))
+        }
+    }
+}
+
+fn is_utf8_label(label: &[u8]) -> bool {
+    matches!(label, b"utf-8" | b"utf8" | b"us-ascii" | b"ascii")
 }
 
 /// The MIME type of a Content-Type value: before `;`, trimmed, lower-cased.

@@ -39,6 +39,7 @@ mod js_decode;
 mod length;
 mod lowercase;
 mod md5;
+mod nfkc;
 mod normalize_path;
 mod normalize_path_win;
 mod parity_even_7bit;

@@ -14,10 +14,14 @@
 //!   file ModSecurity v3 writes `x` for unmapped code points; the vectors want the low byte.
 //! - Invalid escapes are kept literally: a `%` not followed by two hex digits stays `%`, and
 //!   `%u` not followed by four hex digits stays `%u` (decoding resumes after the `u`).
+//! - Then the result is folded to Unicode NFKC (`nfkc.rs`), so fullwidth and other
+//!   compatibility spellings (`＜ｓｃｒｉｐｔ＞`) match the ASCII rules written for them. This
+//!   goes beyond ModSecurity, whose best-fit map only covers `%uXXXX` escapes and not raw
+//!   UTF-8 (issue 13).
 
 use std::borrow::Cow;
 
-use super::{hex, unicode_map};
+use super::{hex, nfkc, unicode_map};
 
 /// The byte a valid `%uXXXX` at `input[i]` decodes to.
 fn unicode_escape(input: &[u8], i: usize) -> Option<u8> {
@@ -44,6 +48,10 @@ fn decodes_at(input: &[u8], i: usize) -> bool {
 }
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
+    nfkc::fold(decode(input))
+}
+
+fn decode(input: &[u8]) -> Cow<'_, [u8]> {
     let Some(first) = memchr::memchr2_iter(b'%', b'+', input).find(|&i| decodes_at(input, i))
     else {
         return Cow::Borrowed(input);

@@ -1,24 +1,13 @@
 //! ARGS and its parts: query and body arguments, their names, their combined size.
 
 use super::{Emit, Source, TxData, Visit};
-use crate::variables::{Selector, Variable};
+use crate::variables::Variable;
 
 impl TxData {
     /// [`TxData::visit`] for this family.
-    pub(super) fn visit_args(
-        &self,
-        variable: Variable,
-        selector: &Selector,
-        excluded: &dyn Fn(&[u8]) -> bool,
-        f: &mut Visit<'_>,
-    ) {
+    pub(super) fn visit_args(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
-        let e = Emit {
-            variable,
-            selector,
-            excluded,
-            phase: self.phase,
-        };
+        let Emit { variable, .. } = e;
         match variable {
             V::Args => {
                 e.pairs(&self.args_get, Source::ArgGetValue, f);

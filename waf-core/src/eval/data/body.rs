@@ -5,20 +5,11 @@ use crate::variables::{Selector, Variable};
 
 impl TxData {
     /// [`TxData::visit`] for this family.
-    pub(super) fn visit_body(
-        &self,
-        variable: Variable,
-        selector: &Selector,
-        excluded: &dyn Fn(&[u8]) -> bool,
-        f: &mut Visit<'_>,
-    ) {
+    pub(super) fn visit_body(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
-        let e = Emit {
-            variable,
-            selector,
-            excluded,
-            phase: self.phase,
-        };
+        let Emit {
+            variable, selector, ..
+        } = e;
         match variable {
             V::Xml => {
                 let attrs = matches!(selector, Selector::Key(k) if k == b"//@*");

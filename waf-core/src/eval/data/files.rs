@@ -1,24 +1,18 @@
 //! Uploaded files and the multipart body processor's parts and strict-validation flags.
 
 use super::{key_of, Emit, Num, Source, TxData, VarName, Visit};
-use crate::variables::{Selector, Variable};
+use crate::variables::Variable;
 
 impl TxData {
     /// [`TxData::visit`] for this family.
-    pub(super) fn visit_files(
-        &self,
-        variable: Variable,
-        selector: &Selector,
-        excluded: &dyn Fn(&[u8]) -> bool,
-        f: &mut Visit<'_>,
-    ) {
+    pub(super) fn visit_files(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
-        let e = Emit {
+        let Emit {
             variable,
             selector,
             excluded,
-            phase: self.phase,
-        };
+            ..
+        } = e;
         match variable {
             V::Files => {
                 for (i, file) in self.files.iter().enumerate() {

@@ -1,24 +1,13 @@
 //! Request and response headers and cookies, their values and names.
 
 use super::{Emit, Source, TxData, Visit};
-use crate::variables::{Selector, Variable};
+use crate::variables::Variable;
 
 impl TxData {
     /// [`TxData::visit`] for this family.
-    pub(super) fn visit_headers(
-        &self,
-        variable: Variable,
-        selector: &Selector,
-        excluded: &dyn Fn(&[u8]) -> bool,
-        f: &mut Visit<'_>,
-    ) {
+    pub(super) fn visit_headers(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
-        let e = Emit {
-            variable,
-            selector,
-            excluded,
-            phase: self.phase,
-        };
+        let Emit { variable, .. } = e;
         match variable {
             V::RequestHeaders => e.pairs(&self.request_headers, Source::HeaderValue, f),
             V::RequestHeadersNames => e.names(&self.request_headers, Source::HeaderName, f),

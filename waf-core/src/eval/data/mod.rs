@@ -388,6 +388,12 @@ impl TxData {
         f: &mut Visit<'_>,
     ) {
         use Variable as V;
+        let e = Emit {
+            variable,
+            selector,
+            excluded,
+            phase: self.phase,
+        };
         match variable {
             V::Args
             | V::ArgsCombinedSize
@@ -395,13 +401,13 @@ impl TxData {
             | V::ArgsGetNames
             | V::ArgsNames
             | V::ArgsPost
-            | V::ArgsPostNames => self.visit_args(variable, selector, excluded, f),
+            | V::ArgsPostNames => self.visit_args(e, f),
             V::RequestCookies
             | V::RequestCookiesNames
             | V::RequestHeaders
             | V::RequestHeadersNames
             | V::ResponseHeaders
-            | V::ResponseHeadersNames => self.visit_headers(variable, selector, excluded, f),
+            | V::ResponseHeadersNames => self.visit_headers(e, f),
             V::Files
             | V::FilesCombinedSize
             | V::FilesNames
@@ -424,7 +430,7 @@ impl TxData {
             | V::MultipartName
             | V::MultipartPartHeaders
             | V::MultipartStrictError
-            | V::MultipartUnmatchedBoundary => self.visit_files(variable, selector, excluded, f),
+            | V::MultipartUnmatchedBoundary => self.visit_files(e, f),
             V::FullRequest
             | V::FullRequestLength
             | V::InboundDataError
@@ -443,7 +449,7 @@ impl TxData {
             | V::ResponseStatus
             | V::StatusLine
             | V::UrlencodedError
-            | V::Xml => self.visit_body(variable, selector, excluded, f),
+            | V::Xml => self.visit_body(e, f),
             V::Duration
             | V::Env
             | V::Global
@@ -457,7 +463,7 @@ impl TxData {
             | V::Rule
             | V::Session
             | V::Tx
-            | V::User => self.visit_state(variable, selector, excluded, f),
+            | V::User => self.visit_state(e, f),
             V::AuthType
             | V::Geo
             | V::ModsecBuild
@@ -489,7 +495,7 @@ impl TxData {
             | V::TimeYear
             | V::UniqueId
             | V::UserId
-            | V::WebAppId => self.visit_server(variable, selector, excluded, f),
+            | V::WebAppId => self.visit_server(e, f),
         }
     }
 

@@ -1,24 +1,13 @@
 //! The connection, the request line and its parts, the server and the clock.
 
 use super::{Emit, TxData, VarName, Visit};
-use crate::variables::{Selector, Variable};
+use crate::variables::Variable;
 
 impl TxData {
     /// [`TxData::visit`] for this family.
-    pub(super) fn visit_server(
-        &self,
-        variable: Variable,
-        selector: &Selector,
-        excluded: &dyn Fn(&[u8]) -> bool,
-        f: &mut Visit<'_>,
-    ) {
+    pub(super) fn visit_server(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
-        let e = Emit {
-            variable,
-            selector,
-            excluded,
-            phase: self.phase,
-        };
+        let Emit { variable, .. } = e;
         match variable {
             V::Geo => {}
             V::RemoteAddr => e.single(&self.remote_addr, f),

@@ -2,24 +2,18 @@
 
 use super::{visit_named, Emit, Num, TxData, VarName, Visit};
 use crate::actions::CollectionName;
-use crate::variables::{Selector, Variable};
+use crate::variables::Variable;
 
 impl TxData {
     /// [`TxData::visit`] for this family.
-    pub(super) fn visit_state(
-        &self,
-        variable: Variable,
-        selector: &Selector,
-        excluded: &dyn Fn(&[u8]) -> bool,
-        f: &mut Visit<'_>,
-    ) {
+    pub(super) fn visit_state(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
-        let e = Emit {
+        let Emit {
             variable,
             selector,
             excluded,
-            phase: self.phase,
-        };
+            ..
+        } = e;
         match variable {
             V::Tx => visit_named(
                 variable,
