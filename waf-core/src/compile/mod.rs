@@ -18,7 +18,7 @@ use std::path::Path;
 
 use crate::actions::{self, Action, Disruptive};
 use crate::error::{Error, ErrorKind, Location, Warning};
-use crate::operators::Operator;
+use crate::operators::{Operator, OperatorError};
 use crate::seclang::{ActionAst, Directive, DirectiveKind, IdRange, RuleAst, Span, VariableAst};
 use crate::transformations::Transformation;
 use crate::variables::{Selector, Variable};
@@ -723,12 +723,11 @@ fn build_rule(
         let op = &ast.operator;
         let operator =
             Operator::compile(&op.name, &op.argument, rules_dir.as_deref()).map_err(|e| {
-                let kind = if e.starts_with("unsupported") {
-                    ErrorKind::Unsupported
-                } else {
-                    ErrorKind::Invalid
+                let (kind, message) = match e {
+                    OperatorError::Unsupported(m) => (ErrorKind::Unsupported, m),
+                    OperatorError::Invalid(m) => (ErrorKind::Invalid, m),
                 };
-                Error::new(kind, Some(&op.span), e)
+                Error::new(kind, Some(&op.span), message)
             })?;
         rule.operator = Some(RuleOperator {
             operator,

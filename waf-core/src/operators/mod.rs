@@ -151,7 +151,7 @@ impl Operator {
         name: &str,
         argument: &str,
         rules_dir: Option<&Path>,
-    ) -> Result<Operator, String> {
+    ) -> Result<Operator, OperatorError> {
         let lower = name.to_ascii_lowercase();
         let op = match lower.as_str() {
             "beginswith" => Operator::BeginsWith(begins_with::BeginsWith::new(argument)?),
@@ -247,7 +247,7 @@ impl Operator {
 }
 
 /// The error for an operator we do not implement, saying why.
-fn unsupported(name: &str, lower: &str) -> String {
+fn unsupported(name: &str, lower: &str) -> OperatorError {
     let why = match lower {
         "rbl" => "DNS lookups are I/O, which waf-core does not do",
         "geolookup" => "needs a GeoIP database",
@@ -258,9 +258,33 @@ fn unsupported(name: &str, lower: &str) -> String {
         "rsub" => "deprecated in ModSecurity v3 and not used by CRS",
         "validatehash" => "not implemented by ModSecurity v3",
         "validatenid" => "a ModSecurity v2 operator, not in v3 and not used by CRS",
-        _ => return format!("unknown operator @{name}"),
+        _ => return OperatorError::Invalid(format!("unknown operator @{name}")),
     };
-    format!("unsupported operator @{name}: {why}")
+    OperatorError::Unsupported(format!("unsupported operator @{name}: {why}"))
+}
+
+/// Why an operator failed to compile; the compiler maps it to an [`crate::ErrorKind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum OperatorError {
+    /// A ModSecurity operator this engine does not implement.
+    Unsupported(String),
+    /// An unknown operator, or a bad argument.
+    Invalid(String),
+}
+
+impl From<String> for OperatorError {
+    /// An operator's own argument check failed.
+    fn from(message: String) -> OperatorError {
+        OperatorError::Invalid(message)
+    }
+}
+
+impl std::fmt::Display for OperatorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OperatorError::Unsupported(m) | OperatorError::Invalid(m) => f.write_str(m),
+        }
+    }
 }
 
 /// A string argument (`@streq`, `@within`, ...): the literal when it has no macro, so the

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use super::test_support::NO_MACROS;
-use super::{Captures, Operator};
+use super::{Captures, Operator, OperatorError};
 
 /// Where the vectors live, relative to the workspace.
 const VECTORS: &str = concat!(
@@ -136,7 +136,8 @@ fn modsecurity_operator_vectors() {
             // The operator must say it is unsupported, not crash or claim support.
             let err = Operator::compile(&case.name, &case.param, Some(&data_dir))
                 .expect_err("operator listed as unsupported compiled");
-            assert!(err.starts_with("unsupported operator"), "{err}");
+            assert!(matches!(err, OperatorError::Unsupported(_)), "{err}");
+            assert!(err.to_string().starts_with("unsupported operator"), "{err}");
             skipped
                 .entry(case.name.clone())
                 .or_insert((0, why.to_string()))
@@ -150,6 +151,7 @@ fn modsecurity_operator_vectors() {
         let op = match Operator::compile(&case.name, &case.param, Some(&data_dir)) {
             Ok(op) => op,
             Err(err) => {
+                let err = err.to_string();
                 let expected = EXPECTED_LOAD_ERRORS
                     .iter()
                     .any(|(name, param, _)| *name == case.name && *param == case.param);
@@ -251,11 +253,11 @@ fn names_any_case_and_aliases() {
     ));
     assert!(matches!(
         Operator::compile("pmf", "missing.data", None),
-        Err(e) if e.contains("cannot read data file")
+        Err(OperatorError::Invalid(e)) if e.contains("cannot read data file")
     ));
     assert!(matches!(
         Operator::compile("ipMatchF", "missing.data", None),
-        Err(e) if e.contains("cannot read data file")
+        Err(OperatorError::Invalid(e)) if e.contains("cannot read data file")
     ));
 }
 
@@ -274,14 +276,16 @@ fn unsupported_and_unknown_operators() {
         "validateNid",
     ] {
         let err = Operator::compile(name, "x", None).unwrap_err();
+        assert!(matches!(err, OperatorError::Unsupported(_)), "{err}");
         assert!(
-            err.starts_with(&format!("unsupported operator @{name}: ")),
+            err.to_string()
+                .starts_with(&format!("unsupported operator @{name}: ")),
             "{err}"
         );
     }
     assert_eq!(
         Operator::compile("nope", "", None).unwrap_err(),
-        "unknown operator @nope"
+        OperatorError::Invalid("unknown operator @nope".into())
     );
 }
 
