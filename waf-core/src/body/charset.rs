@@ -78,6 +78,12 @@ fn bom(input: &[u8]) -> Option<(&'static [u8], usize)> {
 }
 
 /// Decodes `input` in the charset `label` (lower-case; `None`: none declared) to UTF-8.
+///
+/// The output is at most three bytes per input byte: a single-byte or EBCDIC code page
+/// maps a byte to one character (at most U+FFFF, three bytes in UTF-8), UTF-16 and UTF-32
+/// map two or four bytes to one (a lone surrogate or a stray last byte becomes U+FFFD,
+/// three bytes), and UTF-7 spends more than a byte per character. The fuzz target holds the
+/// multipart parser to that bound.
 pub(crate) fn decode<'a>(
     label: Option<&[u8]>,
     input: &'a [u8],
