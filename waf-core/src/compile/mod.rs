@@ -571,9 +571,20 @@ fn update_targets(
 struct PrefixInterner {
     ids: HashMap<Vec<Transformation>, u32>,
     next: u32,
+    /// (lower-cased operator name, argument) -> memo id.
+    operators: HashMap<(String, String), u32>,
 }
 
 impl PrefixInterner {
+    /// The memo id of an operator with this argument.
+    fn operator_id(&mut self, name: &str, argument: &str) -> u32 {
+        let next = self.operators.len() as u32;
+        *self
+            .operators
+            .entry((name.to_ascii_lowercase(), argument.to_string()))
+            .or_insert(next)
+    }
+
     fn prefix_ids(&mut self, chain: &[Transformation]) -> Vec<u32> {
         (1..=chain.len())
             .map(|n| {
@@ -729,9 +740,18 @@ fn build_rule(
                 };
                 Error::new(kind, Some(&op.span), message)
             })?;
+        // Expensive operators whose result depends on the value alone (no macro argument)
+        // share an id per (operator, argument), so rules asking the same question of the
+        // same transformed value get one evaluation per transaction.
+        let memo = matches!(
+            operator,
+            Operator::DetectSqli(_) | Operator::DetectXss(_) | Operator::Rx(_) | Operator::Pm(_)
+        )
+        .then(|| interner.operator_id(&op.name, &op.argument));
         rule.operator = Some(RuleOperator {
             operator,
             negated: op.negated,
+            memo,
         });
     }
 

@@ -77,6 +77,10 @@ pub(crate) struct Metadata {
 pub(crate) struct RuleOperator {
     pub(crate) operator: Operator,
     pub(crate) negated: bool,
+    /// For operators whose result depends on the value alone and is worth remembering
+    /// (`@detectSQLi`, `@detectXSS`, `@rx`, `@pm`): an id shared by every rule with the same
+    /// operator and argument. The transaction remembers the result per (value, chain, id).
+    pub(crate) memo: Option<u32>,
 }
 
 /// One thing a rule inspects.

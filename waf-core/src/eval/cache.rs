@@ -90,6 +90,10 @@ pub(crate) struct TransformCache {
     /// (collection, prefilter group) → for each rule bit, the positions of the values
     /// that passed the prefilter for it (see [`Candidates`]).
     candidates: HashMap<(Variable, u32), Candidates, FastState>,
+    /// Operator results: (value, chain column, operator memo id) -> what the operator
+    /// answered, so rules asking the same question of the same transformed value (the
+    /// default profile scores some patterns twice, in text and outside it) evaluate once.
+    memo: HashMap<(ValueKey, u32, u32), bool, FastState>,
     /// For each summary of the program (see [`crate::compile::plan`]): 1 + the offset of
     /// its bit set in `bits`, or 0 while not computed in this phase.
     summaries: Vec<u32>,
@@ -147,6 +151,17 @@ impl TransformCache {
         self.bits.clear();
         self.candidates.clear();
         self.summaries.clear();
+        self.memo.clear();
+    }
+
+    /// A remembered operator result (see [`TransformCache::remember`]).
+    pub(crate) fn recall(&self, key: (ValueKey, u32, u32)) -> Option<bool> {
+        self.memo.get(&key).copied()
+    }
+
+    /// Remembers what an operator answered for a transformed value.
+    pub(crate) fn remember(&mut self, key: (ValueKey, u32, u32), result: bool) {
+        self.memo.insert(key, result);
     }
 
     /// Clears the cache for another transaction; false when its tables grew too large to
@@ -160,6 +175,7 @@ impl TransformCache {
             && self.spans.capacity() <= 16 * 1024
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
+            && self.memo.capacity() <= 16 * 1024
     }
 
     /// Whether the rule with prefilter `bit` can match any value of the variable of

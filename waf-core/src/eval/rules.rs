@@ -195,6 +195,10 @@ impl TxState {
                     // Runs the operator on one value (unless its result is `known`) and
                     // records a match; true when it matched.
                     let capturing = rule.capture && !op.negated;
+                    // Results are remembered only without captures (a remembered answer
+                    // has no groups to fill).
+                    let memo = op.memo.filter(|_| !capturing);
+                    let chain = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
                     let mut check_known =
                         |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
                             let hit = known.unwrap_or_else(|| {
@@ -255,7 +259,12 @@ impl TxState {
                                 &rule.transformations,
                                 &rule.prefix_ids,
                             );
-                            check_known(cache.slice(slot, raw), &name, None);
+                            let memo = memo.map(|m| (key, chain, m));
+                            let known = memo.and_then(|k| cache.recall(k));
+                            let matched = check_known(cache.slice(slot, raw), &name, known);
+                            if let (Some(k), None) = (memo, known) {
+                                cache.remember(k, matched != op.negated);
+                            }
                         }
                         continue;
                     }
@@ -313,7 +322,13 @@ impl TxState {
                                     }
                                     _ => None,
                                 };
-                                check_known(cache.slice(slot, raw), &name, known);
+                                let memo =
+                                    memo.filter(|_| known.is_none()).map(|m| (key, chain, m));
+                                let known = known.or_else(|| memo.and_then(|k| cache.recall(k)));
+                                let matched = check_known(cache.slice(slot, raw), &name, known);
+                                if let (Some(k), None) = (memo, known) {
+                                    cache.remember(k, matched != op.negated);
+                                }
                             } else {
                                 let value = super::cache::apply_all(raw, &rule.transformations);
                                 check_known(&value, &name, None);

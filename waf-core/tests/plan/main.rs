@@ -4,9 +4,10 @@
 //! skipped rules) must never change a result. This harness runs every request of the CRS
 //! regression suite and of `../shared/datasets/dev.jsonl` through two engines built from the
 //! same rules, the default one and one with [`WafBuilder::internal_reference_evaluation`]
-//! (every value of every target through its transformations and operator), at paranoia
-//! levels 1 (blocking: evaluation stops at the first intervention) and 4 (detection only:
-//! every rule runs), and requires identical reports: the same matched rules (id, phase,
+//! (every value of every target through its transformations and operator): CRS at
+//! paranoia levels 1 (blocking: evaluation stops at the first intervention) and 4
+//! (detection only: every rule runs), and waf-proxy's built-in default profile
+//! (`waf-proxy/profiles/default.conf`, blocking); it requires identical reports: the same matched rules (id, phase,
 //! matched variable name, matched data, message, logdata), the same anomaly scores and the
 //! same intervention or would-be intervention.
 //!
@@ -53,6 +54,9 @@ const DEFAULT_DATASET: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/datasets/dev.jsonl"
 );
+
+/// waf-proxy's built-in default profile, the other rule set the engine runs in production.
+const DEFAULT_PROFILE: &str = include_str!("../../../waf-proxy/profiles/default.conf");
 
 /// Differences printed at most.
 const MAX_PRINTED: usize = 20;
@@ -102,9 +106,13 @@ fn main() -> ExitCode {
     );
 
     let (mut passed, mut failed) = (0usize, 0usize);
-    for (pl, blocking) in [(1u8, true), (4u8, false)] {
+    // PL 0 stands for waf-proxy's built-in default profile (blocking).
+    for (pl, blocking) in [(1u8, true), (4u8, false), (0u8, true)] {
         let build = |reference: bool| {
-            let mut b = builder(&crs_dir, pl, blocking);
+            let mut b = match pl {
+                0 => Waf::builder().seclang("default-profile", DEFAULT_PROFILE),
+                _ => builder(&crs_dir, pl, blocking),
+            };
             if reference {
                 b = b.internal_reference_evaluation();
             }
@@ -146,7 +154,12 @@ fn main() -> ExitCode {
             println!("plan: FAIL {d}");
         }
         println!(
-            "plan: PL{pl} ({}): {} requests, {bad} differ",
+            "plan: {} ({}): {} requests, {bad} differ",
+            if pl == 0 {
+                "default profile".to_string()
+            } else {
+                format!("CRS PL{pl}")
+            },
             if blocking {
                 "blocking"
             } else {
