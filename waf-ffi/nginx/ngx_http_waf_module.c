@@ -883,6 +883,32 @@ ngx_http_waf_start(ngx_http_request_t *r, ngx_http_waf_loc_conf_t *lcf,
 }
 
 
+#if (NGX_HTTP_WAF_TEST_HOOKS)
+/* Test builds only (see config): does the request ask for an engine failure? */
+static ngx_int_t
+ngx_http_waf_test_fault(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == sizeof("X-Waf-Test-Fault") - 1
+                && ngx_strncasecmp(h[i].key.data, (u_char *) "X-Waf-Test-Fault",
+                                   h[i].key.len) == 0)
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+#endif
+
+
 /* Phases 1 and 2. */
 static ngx_int_t
 ngx_http_waf_access_handler(ngx_http_request_t *r)
@@ -941,6 +967,14 @@ ngx_http_waf_access_handler(ngx_http_request_t *r)
         ngx_str_set(&version, "HTTP/0.9");
     }
 
+#if (NGX_HTTP_WAF_TEST_HOOKS)
+    if (ngx_http_waf_test_fault(r)) {
+        /* a NULL method with a length: the engine answers WAF_STATUS_INVALID_ARGUMENT */
+        st = waf_tx_request_headers(ctx->tx, NULL, 1, r->unparsed_uri.data,
+                                    r->unparsed_uri.len, version.data, version.len,
+                                    hs, n, &iv);
+    } else
+#endif
     st = waf_tx_request_headers(ctx->tx, r->method_name.data, r->method_name.len,
                                 r->unparsed_uri.data, r->unparsed_uri.len,
                                 version.data, version.len, hs, n, &iv);

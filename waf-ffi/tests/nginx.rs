@@ -63,6 +63,8 @@ fn module() -> &'static Path {
             .arg("-c")
             .arg(&script)
             .env("WAF_FFI_LIB", &lib)
+            // compiles the X-Waf-Test-Fault hook (see nginx/config) for the fail-open test
+            .env("WAF_NGINX_TEST_HOOKS", "1")
             .output()
             .expect("run bash");
         assert!(
@@ -874,9 +876,8 @@ fn response_buffer_size_audit_log_and_request_id() {
 }
 
 /// `waf_fail_open` is accepted at every level; bad values of the new directives fail
-/// `nginx -t` with a message naming the directive. (Nothing nginx can send makes the engine
-/// fail, so the fail-open path itself is not exercised here; the C ABI tests cover
-/// WAF_STATUS_PANIC.)
+/// `nginx -t` with a message naming the directive. (What fail-open does is tested in
+/// `fail_open_passes_and_fail_closed_answers_500_when_the_engine_fails`.)
 #[test]
 fn new_directives_parse_and_bad_values_fail_the_configuration_test() {
     let prefix = custom_prefix("directive-values");
@@ -924,4 +925,72 @@ fn new_directives_parse_and_bad_values_fail_the_configuration_test() {
             assert!(err.contains(&format!("{file}:")), "{directive}: {err}");
         }
     }
+}
+
+/// `waf_fail_open`: when the engine fails, `off` (the default, inherited here from http)
+/// answers 500 and the upstream never sees the request; `on` passes it and logs at "alert".
+/// The failure is real (the engine refuses a NULL argument with WAF_STATUS_INVALID_ARGUMENT)
+/// but provoked by a hook that only test builds of the module have (`X-Waf-Test-Fault`).
+#[test]
+fn fail_open_passes_and_fail_closed_answers_500_when_the_engine_fails() {
+    let (upstream, seen) = start_upstream();
+    let prefix = custom_prefix("fail-open");
+    let port = free_port();
+    write_conf(
+        &prefix,
+        "nginx.conf",
+        &format!(
+            "access_log off; waf on;\n{DIRECTIVE_RULES}\n\
+             server {{ listen 127.0.0.1:{port};\n\
+               location /closed/ {{ proxy_pass http://127.0.0.1:{upstream}; }}\n\
+               location /open/ {{ waf_fail_open on; proxy_pass http://127.0.0.1:{upstream}; }}\n\
+             }}"
+        ),
+    );
+    let n = spawn_nginx(prefix, port);
+    let fault = |target: &str| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect nginx");
+        s.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nHost: localhost\r\nX-Waf-Test-Fault: 1\r\n\
+             Connection: close\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).expect("write");
+        let mut resp = Vec::new();
+        let _ = s.read_to_end(&mut resp);
+        String::from_utf8_lossy(&resp).to_string()
+    };
+
+    // Without the fault both locations serve.
+    assert_eq!(request(port, "GET", "/closed/a", b"").0, 200);
+    assert_eq!(request(port, "GET", "/open/a", b"").0, 200);
+    let before = seen.requests.load(Ordering::SeqCst);
+
+    let closed = fault("/closed/b");
+    assert!(closed.starts_with("HTTP/1.1 500"), "{closed}");
+    assert_eq!(
+        seen.requests.load(Ordering::SeqCst),
+        before,
+        "reached upstream"
+    );
+    let log = n.error_log();
+    assert!(
+        log.contains("waf: request headers failed (status 2), answering 500 (waf_fail_open off)"),
+        "{log}"
+    );
+
+    let open = fault("/open/b");
+    assert!(open.starts_with("HTTP/1.1 200"), "{open}");
+    assert!(open.ends_with("hello upstream"), "{open}");
+    assert_eq!(seen.requests.load(Ordering::SeqCst), before + 1);
+    let log = n.error_log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("passing the request (waf_fail_open on)"))
+        .unwrap_or_else(|| panic!("no fail-open line in {log}"));
+    assert!(
+        line.contains("[alert]") && line.contains("waf: request headers failed (status 2)"),
+        "{line}"
+    );
 }
