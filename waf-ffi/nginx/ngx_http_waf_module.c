@@ -6,6 +6,21 @@
  *   waf on | off;             inspect requests in this context (default off)
  *   waf_rules_file PATH;      load a SecLang file (relative to the nginx prefix)
  *   waf_rules 'SecLang text'; load inline rules
+ *   waf_policy_file PATH;     load a native policy (TOML)
+ *   waf_response_buffer_size SIZE;
+ *                             most response body bytes held back for inspection
+ *                             (default 1m); see "Limits"
+ *   waf_fail_open on | off;   when the engine fails (a caught panic, an error): on passes
+ *                             the request and logs at "alert"; off (the default, as
+ *                             before the directive existed) answers 500
+ *   waf_audit_log PATH | off; appends the JSON audit record of every transaction in
+ *                             which a rule logged or an intervention happened to PATH,
+ *                             one line each, instead of the "info" error log line
+ *                             (default off; reopened on USR1 like access logs)
+ *
+ * The transaction id is nginx's $request_id, so an audit record, the "warn" summary and
+ * the access log (log_format ... $request_id) or a response header (add_header
+ * X-Request-Id $request_id always) can be matched up.
  *
  * A context that names no rules inherits its parent's engine; a context that adds rules
  * gets an engine built from its parent's rules followed by its own. Engines are built once
@@ -22,13 +37,13 @@
  *   phase 3  response headers       header filter
  *   phase 4  response body          body filter; when the engine inspects the body, the
  *                                   header is held back and the body is buffered (up to
- *                                   NGX_HTTP_WAF_MAX_RESPONSE_BUFFER) so that a rule can
+ *                                   waf_response_buffer_size) so that a rule can
  *                                   still replace the response with its status
  *   phase 5  logging                log phase handler; the report callback writes a
  *                                   summary (status, rule, scores, logged rule ids) to the
  *                                   error log at "warn" when a rule logged or an
  *                                   intervention happened, and the JSON audit record at
- *                                   "info"
+ *                                   "info" (or to the waf_audit_log file)
  *
  * An intervention answers with the rule's status (deny), a redirect (Location + 3xx), or
  * closes the connection (drop). A status outside 300..599 becomes 403. Subrequests are not
@@ -36,9 +51,11 @@
  * request, found again through its pool cleanup.
  *
  * Limits: request bodies are bounded by client_max_body_size and the engine's
- * SecRequestBodyLimit; buffered response bodies by NGX_HTTP_WAF_MAX_RESPONSE_BUFFER, past
+ * SecRequestBodyLimit; buffered response bodies by waf_response_buffer_size, past
  * which the buffered part is inspected, the response is released, and the rest streams
- * through uninspected (ModSecurity's ProcessPartial).
+ * through uninspected (ModSecurity's ProcessPartial). A response body that arrives in one
+ * buffer larger than the size is not inspected at all. The directives of the location that
+ * serves the request (after internal redirects) apply.
  */
 
 #include <ngx_config.h>
@@ -52,8 +69,11 @@
 #endif
 
 
-/* Most response body bytes held back for inspection (1 MiB). */
-#define NGX_HTTP_WAF_MAX_RESPONSE_BUFFER  (1024 * 1024)
+/* Default of waf_response_buffer_size: most response body bytes held back (1 MiB). */
+#define NGX_HTTP_WAF_DEFAULT_RESPONSE_BUFFER  (1024 * 1024)
+
+/* Longest $request_id passed as the transaction id (nginx makes 32 hex digits). */
+#define NGX_HTTP_WAF_MAX_ID_LEN           128
 
 /* Bytes read at a time from a request body kept in a temporary file. */
 #define NGX_HTTP_WAF_FILE_CHUNK           16384
@@ -79,6 +99,9 @@ typedef struct {
     ngx_array_t             *all_rules;  /* parent's sources + own, after merge */
     waf_engine              *engine;     /* NULL when there are no rules */
     ngx_flag_t               built;
+    size_t                   response_buffer_size;
+    ngx_flag_t               fail_open;
+    ngx_open_file_t         *audit_log;  /* NULL: off */
 } ngx_http_waf_loc_conf_t;
 
 
@@ -94,6 +117,7 @@ typedef struct {
     unsigned                 resp_headers_done:1;
     unsigned                 resp_buffering:1;
     unsigned                 finished:1;
+    unsigned                 failed:1;    /* the engine failed and waf_fail_open passed */
 } ngx_http_waf_ctx_t;
 
 
@@ -107,6 +131,12 @@ static char *ngx_http_waf_rules(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_waf_policy_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_waf_audit_log(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_str_t   ngx_http_waf_request_id = ngx_string("request_id");
+static ngx_int_t   ngx_http_waf_request_id_index = NGX_ERROR;
 
 
 static ngx_command_t  ngx_http_waf_commands[] = {
@@ -138,6 +168,27 @@ static ngx_command_t  ngx_http_waf_commands[] = {
     { ngx_string("waf_policy_file"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_waf_policy_file,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("waf_response_buffer_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_waf_loc_conf_t, response_buffer_size),
+      NULL },
+
+    { ngx_string("waf_fail_open"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_waf_loc_conf_t, fail_open),
+      NULL },
+
+    { ngx_string("waf_audit_log"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_waf_audit_log,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -191,6 +242,9 @@ ngx_http_waf_create_loc_conf(ngx_conf_t *cf)
     }
 
     conf->enable = NGX_CONF_UNSET;
+    conf->response_buffer_size = NGX_CONF_UNSET_SIZE;
+    conf->fail_open = NGX_CONF_UNSET;
+    conf->audit_log = NGX_CONF_UNSET_PTR;
 
     return conf;
 }
@@ -278,6 +332,37 @@ ngx_http_waf_policy_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return ngx_http_waf_add_src(cf, conf, NGX_HTTP_WAF_SRC_POLICY, &path);
+}
+
+
+static char *
+ngx_http_waf_audit_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_str_t                *value;
+    ngx_http_waf_loc_conf_t  *lcf = conf;
+
+    if (lcf->audit_log != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        return "takes a non-empty path or \"off\"";
+    }
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        lcf->audit_log = NULL;
+        return NGX_CONF_OK;
+    }
+
+    /* opened by the master (relative to the prefix), O_APPEND, reopened on USR1 */
+    lcf->audit_log = ngx_conf_open_file(cf->cycle, &value[1]);
+    if (lcf->audit_log == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
 }
 
 
@@ -402,6 +487,10 @@ ngx_http_waf_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_waf_src_t  *src;
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_size_value(conf->response_buffer_size, prev->response_buffer_size,
+                              NGX_HTTP_WAF_DEFAULT_RESPONSE_BUFFER);
+    ngx_conf_merge_value(conf->fail_open, prev->fail_open, 0);
+    ngx_conf_merge_ptr_value(conf->audit_log, prev->audit_log, NULL);
 
     if (ngx_http_waf_ensure_engine(cf, prev) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -539,28 +628,39 @@ static ngx_int_t
 ngx_http_waf_decide(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx,
     waf_status st, waf_intervention *iv, const char *phase)
 {
-    size_t            len;
-    uint64_t          retry;
-    const char       *err;
-    ngx_table_elt_t  *h;
+    size_t                    len;
+    uint64_t                  retry;
+    const char               *err;
+    ngx_uint_t                level;
+    ngx_table_elt_t          *h;
+    ngx_http_waf_loc_conf_t  *lcf;
 
     if (st == WAF_STATUS_OK) {
         return NGX_DECLINED;
     }
 
-    if (st != WAF_STATUS_INTERVENE && st != WAF_STATUS_PANIC) {
+    if (st != WAF_STATUS_INTERVENE) {
+        /* the engine failed: a caught panic (WAF_STATUS_PANIC) or an error */
+        lcf = ngx_http_get_module_loc_conf(r, ngx_http_waf_module);
         err = waf_last_error();
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "waf: %s failed (status %d): %s", phase, (int) st,
-                      err ? err : "?");
+
+        if (lcf->fail_open) {
+            if (!ctx->failed) {
+                ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                              "waf: %s failed (status %d), passing the request "
+                              "(waf_fail_open on): %s", phase, (int) st,
+                              err ? err : "?");
+            }
+            ctx->failed = 1;
+            return NGX_DECLINED;
+        }
+
+        level = (st == WAF_STATUS_PANIC) ? NGX_LOG_ALERT : NGX_LOG_ERR;
+        ngx_log_error(level, r->connection->log, 0,
+                      "waf: %s failed (status %d), answering 500 "
+                      "(waf_fail_open off): %s", phase, (int) st, err ? err : "?");
         ctx->intervened = 1;
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (st == WAF_STATUS_PANIC) {
-        err = waf_last_error();
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "waf: %s: %s", phase, err ? err : "panic");
     }
 
     switch (iv->action) {
@@ -714,11 +814,13 @@ ngx_http_waf_start(ngx_http_request_t *r, ngx_http_waf_loc_conf_t *lcf,
 {
     u_char               client[NGX_SOCKADDR_STRLEN + 1];
     u_char               server[NGX_SOCKADDR_STRLEN + 1];
+    u_char              *id;
     size_t               len;
     uint64_t             now;
     waf_status           st;
     ngx_str_t            s;
     ngx_connection_t    *c;
+    ngx_http_variable_value_t  *v;
     ngx_pool_cleanup_t  *cln;
     ngx_http_waf_ctx_t  *ctx;
 
@@ -750,9 +852,21 @@ ngx_http_waf_start(ngx_http_request_t *r, ngx_http_waf_loc_conf_t *lcf,
 
     now = (uint64_t) r->start_sec * 1000 + r->start_msec;
 
+    /* the transaction id is $request_id (32 hex digits) */
+    id = NULL;
+    v = ngx_http_get_indexed_variable(r, ngx_http_waf_request_id_index);
+    if (v != NULL && !v->not_found && v->len > 0 && v->len <= NGX_HTTP_WAF_MAX_ID_LEN) {
+        id = ngx_pnalloc(r->pool, v->len + 1);
+        if (id == NULL) {
+            return NGX_ERROR;
+        }
+        ngx_memcpy(id, v->data, v->len);
+        id[v->len] = '\0';
+    }
+
     st = waf_tx_new(lcf->engine, (const char *) client,
                     ngx_inet_get_port(c->sockaddr), (const char *) server,
-                    ngx_inet_get_port(c->local_sockaddr), now, NULL, ctx,
+                    ngx_inet_get_port(c->local_sockaddr), now, (const char *) id, ctx,
                     &ctx->tx);
     if (st != WAF_STATUS_OK) {
         ngx_log_error(NGX_LOG_ERR, c->log, 0, "waf: cannot start a transaction: %s",
@@ -767,6 +881,32 @@ ngx_http_waf_start(ngx_http_request_t *r, ngx_http_waf_loc_conf_t *lcf,
     *pctx = ctx;
     return NGX_OK;
 }
+
+
+#if (NGX_HTTP_WAF_TEST_HOOKS)
+/* Test builds only (see config): does the request ask for an engine failure? */
+static ngx_int_t
+ngx_http_waf_test_fault(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == sizeof("X-Waf-Test-Fault") - 1
+                && ngx_strncasecmp(h[i].key.data, (u_char *) "X-Waf-Test-Fault",
+                                   h[i].key.len) == 0)
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+#endif
 
 
 /* Phases 1 and 2. */
@@ -809,6 +949,11 @@ ngx_http_waf_access_handler(ngx_http_request_t *r)
     }
 
     if (ngx_http_waf_start(r, lcf, &ctx) != NGX_OK) {
+        if (lcf->fail_open) {
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "waf: no transaction, passing the request (waf_fail_open on)");
+            return NGX_DECLINED;
+        }
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -822,6 +967,14 @@ ngx_http_waf_access_handler(ngx_http_request_t *r)
         ngx_str_set(&version, "HTTP/0.9");
     }
 
+#if (NGX_HTTP_WAF_TEST_HOOKS)
+    if (ngx_http_waf_test_fault(r)) {
+        /* a NULL method with a length: the engine answers WAF_STATUS_INVALID_ARGUMENT */
+        st = waf_tx_request_headers(ctx->tx, NULL, 1, r->unparsed_uri.data,
+                                    r->unparsed_uri.len, version.data, version.len,
+                                    hs, n, &iv);
+    } else
+#endif
     st = waf_tx_request_headers(ctx->tx, r->method_name.data, r->method_name.len,
                                 r->unparsed_uri.data, r->unparsed_uri.len,
                                 version.data, version.len, hs, n, &iv);
@@ -1001,6 +1154,7 @@ ngx_http_waf_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     ngx_chain_t         *cl, *link;
     waf_intervention     iv;
     ngx_http_waf_ctx_t  *ctx;
+    ngx_http_waf_loc_conf_t  *lcf;
 
     if (r != r->main) {
         return ngx_http_next_body_filter(r, in);
@@ -1015,11 +1169,13 @@ ngx_http_waf_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         return NGX_OK;  /* a flush while the header is held back: nothing to send yet */
     }
 
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_waf_module);
+
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
         size = ngx_buf_in_memory(b) ? (size_t) (b->last - b->pos) : 0;
 
-        if (ctx->buffered + size > NGX_HTTP_WAF_MAX_RESPONSE_BUFFER) {
+        if (ctx->buffered + size > lcf->response_buffer_size) {
             /* too big to hold back: decide on what we have, stream the rest */
             return ngx_http_waf_release(r, ctx, cl);
         }
@@ -1087,11 +1243,14 @@ ngx_http_waf_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 static void
 ngx_http_waf_report(void *user_data, const waf_report *report)
 {
-    u_char              *p, *last;
+    u_char              *p, *last, *line;
     u_char               ids[1024];
     size_t               i;
+    ssize_t              n;
     ngx_log_t           *log;
+    ngx_open_file_t     *file;
     ngx_http_waf_ctx_t  *ctx = user_data;
+    ngx_http_waf_loc_conf_t  *lcf;
 
     if (ctx == NULL || ctx->r == NULL) {
         return;
@@ -1119,8 +1278,32 @@ ngx_http_waf_report(void *user_data, const waf_report *report)
                   report->intervention_rule_id, report->inbound_anomaly_score,
                   report->outbound_anomaly_score, p - ids, ids);
 
-    ngx_log_error(NGX_LOG_INFO, log, 0, "waf audit: %*s",
-                  report->audit_json_len, report->audit_json);
+    lcf = ngx_http_get_module_loc_conf(ctx->r, ngx_http_waf_module);
+    file = lcf->audit_log;
+
+    if (file == NULL) {
+        ngx_log_error(NGX_LOG_INFO, log, 0, "waf audit: %*s",
+                      report->audit_json_len, report->audit_json);
+        return;
+    }
+
+    if (file->fd == NGX_INVALID_FILE) {
+        return;
+    }
+
+    /* one write per record: O_APPEND keeps the lines of the workers whole */
+    line = ngx_pnalloc(ctx->r->pool, report->audit_json_len + 1);
+    if (line == NULL) {
+        return;
+    }
+    ngx_memcpy(line, report->audit_json, report->audit_json_len);
+    line[report->audit_json_len] = '\n';
+
+    n = ngx_write_fd(file->fd, line, report->audit_json_len + 1);
+    if (n != (ssize_t) report->audit_json_len + 1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      "waf: cannot write the audit record to \"%V\"", &file->name);
+    }
 }
 
 
@@ -1152,6 +1335,12 @@ ngx_http_waf_init(ngx_conf_t *cf)
     ngx_http_core_main_conf_t  *cmcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    ngx_http_waf_request_id_index = ngx_http_get_variable_index(cf,
+                                                                &ngx_http_waf_request_id);
+    if (ngx_http_waf_request_id_index == NGX_ERROR) {
+        return NGX_ERROR;
+    }
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers);
     if (h == NULL) {

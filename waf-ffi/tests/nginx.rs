@@ -63,6 +63,8 @@ fn module() -> &'static Path {
             .arg("-c")
             .arg(&script)
             .env("WAF_FFI_LIB", &lib)
+            // compiles the X-Waf-Test-Fault hook (see nginx/config) for the fail-open test
+            .env("WAF_NGINX_TEST_HOOKS", "1")
             .output()
             .expect("run bash");
         assert!(
@@ -702,4 +704,293 @@ period_secs = 60
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("rule \"bad\" expression:1:26"), "{err}");
+}
+
+/// Writes `nginx.conf` under a fresh prefix (`logs/`, `html/` made) with `http` as the
+/// `http { }` block's body (temp paths and `listen` are the caller's), and returns it.
+fn custom_prefix(name: &str) -> PathBuf {
+    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-{name}"));
+    let _ = std::fs::remove_dir_all(&prefix);
+    std::fs::create_dir_all(prefix.join("logs")).expect("mkdir logs");
+    std::fs::create_dir_all(prefix.join("html")).expect("mkdir html");
+    prefix
+}
+
+fn write_conf(prefix: &Path, file: &str, http: &str) {
+    let conf = format!(
+        "load_module {};\nworker_processes 1;\nerror_log {p}/logs/error.log info;\n\
+         pid {p}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+         http {{ client_body_temp_path {p}/client_body; proxy_temp_path {p}/proxy;\n\
+         fastcgi_temp_path {p}/fastcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
+         {http}\n}}\n",
+        module().display(),
+        p = prefix.display()
+    );
+    std::fs::write(prefix.join(file), conf).expect("write conf");
+}
+
+/// Starts nginx (foreground master) on `prefix/nginx.conf`, listening on `port`.
+fn spawn_nginx(prefix: PathBuf, port: u16) -> Nginx {
+    let child = Command::new(NGINX)
+        .arg("-p")
+        .arg(&prefix)
+        .arg("-c")
+        .arg(prefix.join("nginx.conf"))
+        .args(["-g", "daemon off;"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nginx (apt-get install -y nginx)");
+    let mut n = Nginx {
+        child,
+        prefix,
+        port,
+        port2: 0,
+    };
+    n.wait_ready();
+    n
+}
+
+/// `nginx -t` on `prefix/file`: (success, stderr).
+fn config_test(prefix: &Path, file: &str) -> (bool, String) {
+    let out = Command::new(NGINX)
+        .arg("-p")
+        .arg(prefix)
+        .arg("-c")
+        .arg(prefix.join(file))
+        .arg("-t")
+        .output()
+        .expect("nginx -t");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// The value of response header `name` in a raw response.
+fn header<'a>(resp: &'a str, name: &str) -> Option<&'a str> {
+    let head = resp.split_once("\r\n\r\n")?.0;
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Rules of the directive tests: a phase-1 rule that logs and passes on `?a=b`, and a
+/// phase-4 rule that blocks a response body containing `SECRET`.
+const DIRECTIVE_RULES: &str = r#"waf_rules 'SecRuleEngine On
+               SecResponseBodyAccess On
+               SecResponseBodyMimeType text/html
+               SecRule ARGS:a "@streq b" "id:9302,phase:1,pass,log,msg:\'arg a\'"
+               SecRule RESPONSE_BODY "@contains SECRET" "id:9301,phase:4,deny,status:403,log,msg:\'secret\'"';"#;
+
+/// `waf_response_buffer_size` (http -> server -> location), `waf_audit_log` (http, turned
+/// off in one location) and `$request_id` as the transaction id.
+#[test]
+fn response_buffer_size_audit_log_and_request_id() {
+    let prefix = custom_prefix("directives");
+    // 5 KiB, in one buffer: inspected when the buffer size holds it, else streamed.
+    let page = format!("SECRET{}", "x".repeat(5 * 1024));
+    for dir in ["", "small/", "quiet/"] {
+        std::fs::create_dir_all(prefix.join("html").join(dir)).expect("mkdir");
+        std::fs::write(prefix.join("html").join(dir).join("page.html"), &page).expect("page");
+        std::fs::write(prefix.join("html").join(dir).join("index.html"), "hello").expect("index");
+    }
+    let port = free_port();
+    write_conf(
+        &prefix,
+        "nginx.conf",
+        &format!(
+            "access_log off; default_type text/html; waf on;\n\
+             waf_audit_log logs/waf-audit.json;\n\
+             waf_response_buffer_size 2m;\n\
+             {DIRECTIVE_RULES}\n\
+             server {{ listen 127.0.0.1:{port}; root html;\n\
+               add_header X-Request-Id $request_id always;\n\
+               waf_response_buffer_size 1k;\n\
+               location / {{ waf_response_buffer_size 64k; }}\n\
+               location /small/ {{ }}\n\
+               location /quiet/ {{ waf_audit_log off; }}\n\
+             }}"
+        ),
+    );
+    let n = spawn_nginx(prefix.clone(), port);
+
+    let get = |target: &str| {
+        let resp = exchange(port, "GET", target, b"");
+        let status: u16 = resp
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let id = header(&resp, "X-Request-Id")
+            .unwrap_or_else(|| panic!("no X-Request-Id in {resp}"))
+            .to_string();
+        assert_eq!(id.len(), 32, "{id}");
+        (status, resp, id)
+    };
+
+    // 64k in the location: the whole page is inspected and blocked.
+    let (status, _, blocked_id) = get("/page.html");
+    assert_eq!(status, 403, "{}", n.error_log());
+    // 1k from the server: the page is larger, streams through uninspected.
+    let (status, resp, streamed_id) = get("/small/page.html");
+    assert_eq!(status, 200, "{}", n.error_log());
+    assert!(resp.ends_with(&page), "whole body sent");
+    // A rule that logs and passes.
+    let (status, _, logged_id) = get("/index.html?a=b");
+    assert_eq!(status, 200);
+    // Nothing matched: no audit record.
+    let (status, _, clean_id) = get("/index.html");
+    assert_eq!(status, 200);
+    // Audit file off here: the record goes to the error log at "info".
+    let (status, _, quiet_id) = get("/quiet/index.html?a=b");
+    assert_eq!(status, 200);
+
+    let audit = std::fs::read_to_string(prefix.join("logs/waf-audit.json")).expect("audit");
+    let lines: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{audit}");
+    assert_eq!(lines[0]["unique_id"], blocked_id.as_str(), "{audit}");
+    assert_eq!(lines[1]["unique_id"], logged_id.as_str(), "{audit}");
+    assert!(lines[0].to_string().contains("9301"), "{audit}");
+    assert!(lines[1].to_string().contains("9302"), "{audit}");
+    for id in [&streamed_id, &clean_id, &quiet_id] {
+        assert!(!audit.contains(id.as_str()), "{id} in {audit}");
+    }
+    let log = n.error_log();
+    assert!(
+        log.contains(&format!("unique_id={blocked_id} status=403")),
+        "{log}"
+    );
+    assert!(
+        log.contains("waf audit: ") && log.contains(&format!("\"unique_id\":\"{quiet_id}\"")),
+        "{log}"
+    );
+    assert!(
+        !log.contains(&format!("waf audit: {{\"unique_id\":\"{logged_id}")),
+        "{log}"
+    );
+}
+
+/// `waf_fail_open` is accepted at every level; bad values of the new directives fail
+/// `nginx -t` with a message naming the directive. (What fail-open does is tested in
+/// `fail_open_passes_and_fail_closed_answers_500_when_the_engine_fails`.)
+#[test]
+fn new_directives_parse_and_bad_values_fail_the_configuration_test() {
+    let prefix = custom_prefix("directive-values");
+    let port = free_port();
+    let good = format!(
+        "waf on; waf_fail_open on; waf_response_buffer_size 512k; waf_audit_log off;\n\
+         {DIRECTIVE_RULES}\n\
+         server {{ listen 127.0.0.1:{port}; waf_fail_open off;\n\
+           location / {{ waf_fail_open on; waf_audit_log logs/a.json; }} }}"
+    );
+    write_conf(&prefix, "good.conf", &good);
+    let (ok, err) = config_test(&prefix, "good.conf");
+    assert!(ok, "{err}");
+
+    let cases = [
+        (
+            "waf_response_buffer_size lots;",
+            "\"waf_response_buffer_size\" directive invalid value",
+        ),
+        (
+            "waf_fail_open maybe;",
+            "invalid value \"maybe\" in \"waf_fail_open\" directive, it must be \"on\" or \"off\"",
+        ),
+        (
+            "waf_audit_log logs/a.json; waf_audit_log logs/b.json;",
+            "\"waf_audit_log\" directive is duplicate",
+        ),
+        (
+            "waf_audit_log /nonexistent-dir/audit.json;",
+            "open() \"/nonexistent-dir/audit.json\" failed",
+        ),
+    ];
+    for (i, (directive, message)) in cases.iter().enumerate() {
+        let file = format!("bad{i}.conf");
+        write_conf(
+            &prefix,
+            &file,
+            &format!("waf on; {directive}\nserver {{ listen 127.0.0.1:{port}; }}"),
+        );
+        let (ok, err) = config_test(&prefix, &file);
+        assert!(!ok, "{directive}: {err}");
+        assert!(err.contains(message), "{directive}: {err}");
+        // nginx opens log files after parsing, so that error names the path, not a line
+        if !directive.contains("nonexistent") {
+            assert!(err.contains(&format!("{file}:")), "{directive}: {err}");
+        }
+    }
+}
+
+/// `waf_fail_open`: when the engine fails, `off` (the default, inherited here from http)
+/// answers 500 and the upstream never sees the request; `on` passes it and logs at "alert".
+/// The failure is real (the engine refuses a NULL argument with WAF_STATUS_INVALID_ARGUMENT)
+/// but provoked by a hook that only test builds of the module have (`X-Waf-Test-Fault`).
+#[test]
+fn fail_open_passes_and_fail_closed_answers_500_when_the_engine_fails() {
+    let (upstream, seen) = start_upstream();
+    let prefix = custom_prefix("fail-open");
+    let port = free_port();
+    write_conf(
+        &prefix,
+        "nginx.conf",
+        &format!(
+            "access_log off; waf on;\n{DIRECTIVE_RULES}\n\
+             server {{ listen 127.0.0.1:{port};\n\
+               location /closed/ {{ proxy_pass http://127.0.0.1:{upstream}; }}\n\
+               location /open/ {{ waf_fail_open on; proxy_pass http://127.0.0.1:{upstream}; }}\n\
+             }}"
+        ),
+    );
+    let n = spawn_nginx(prefix, port);
+    let fault = |target: &str| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect nginx");
+        s.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nHost: localhost\r\nX-Waf-Test-Fault: 1\r\n\
+             Connection: close\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).expect("write");
+        let mut resp = Vec::new();
+        let _ = s.read_to_end(&mut resp);
+        String::from_utf8_lossy(&resp).to_string()
+    };
+
+    // Without the fault both locations serve.
+    assert_eq!(request(port, "GET", "/closed/a", b"").0, 200);
+    assert_eq!(request(port, "GET", "/open/a", b"").0, 200);
+    let before = seen.requests.load(Ordering::SeqCst);
+
+    let closed = fault("/closed/b");
+    assert!(closed.starts_with("HTTP/1.1 500"), "{closed}");
+    assert_eq!(
+        seen.requests.load(Ordering::SeqCst),
+        before,
+        "reached upstream"
+    );
+    let log = n.error_log();
+    assert!(
+        log.contains("waf: request headers failed (status 2), answering 500 (waf_fail_open off)"),
+        "{log}"
+    );
+
+    let open = fault("/open/b");
+    assert!(open.starts_with("HTTP/1.1 200"), "{open}");
+    assert!(open.ends_with("hello upstream"), "{open}");
+    assert_eq!(seen.requests.load(Ordering::SeqCst), before + 1);
+    let log = n.error_log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("passing the request (waf_fail_open on)"))
+        .unwrap_or_else(|| panic!("no fail-open line in {log}"));
+    assert!(
+        line.contains("[alert]") && line.contains("waf: request headers failed (status 2)"),
+        "{line}"
+    );
 }
