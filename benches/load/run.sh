@@ -69,6 +69,9 @@
 #   benign →       status of GET /index.html?page=2&sort=name through the gateway
 #   SQLi →         status of GET /index.html?id=1' OR '1'='1 (403 = blocked)
 #                  (both probes over HTTPS in the TLS scenario, HTTP otherwise)
+# Under the table: the load average at the start of each measurement, in run order. A
+# gateway may be listed twice (GATEWAYS="proxy-off proxy-protected proxy-off
+# proxy-protected") to interleave repeated measurements on a shared machine.
 #
 # Needs: nginx, libnginx-mod-http-modsecurity, wrk, curl, openssl, a C compiler
 # (apt-get install -y nginx libnginx-mod-http-modsecurity wrk curl openssl gcc), CRS at
