@@ -5,6 +5,9 @@
 #   benches/load/callgrind-proxy.sh                  # GET and the 10 KB JSON POST
 #   SCENARIOS=get DURATION=10 benches/load/callgrind-proxy.sh
 #   MODE=block benches/load/callgrind-proxy.sh       # the same with CRS PL1 (slow)
+#   MODE=protected SCENARIOS=get benches/load/callgrind-proxy.sh
+#                     # WAF rules off + the "protected" policy and security headers (run.sh's
+#                     # proxy-protected variant: load/protected-policy.sh)
 #
 # The backend is nginx answering the load benchmark's 389-byte page from memory; wrk drives
 # the proxy (1 thread, 8 connections, keep-alive) while it runs under
@@ -64,7 +67,13 @@ PIDS+=($!)
 case "$MODE" in
   off) WAF='waf = { mode = "off" }' ;;
   block) WAF="waf = { mode = \"block\", crs = \"$CRS\", paranoia = 1 }" ;;
-  *) echo "MODE is off or block" >&2; exit 1 ;;
+  protected)
+    mkdir -p "$WORK/protected"
+    "$ROOT/benches/load/protected-policy.sh" "$WORK/protected" >"$WORK/protected/policy.toml"
+    WAF="waf = { mode = \"off\" }
+headers = { hsts = \"max-age=31536000\", content_type_options = true, frame_options = \"DENY\", referrer_policy = \"no-referrer\", csp = \"default-src 'self'\" }
+$(cat "$WORK/protected/policy.toml")" ;;
+  *) echo "MODE is off, block or protected" >&2; exit 1 ;;
 esac
 cat >"$WORK/proxy.toml" <<TOML
 [server]

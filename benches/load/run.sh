@@ -18,6 +18,12 @@
 #   proxy-all      waf-proxy with every protection on: CRS PL1 blocking, security headers
 #                  (HSTS, nosniff, frame options, referrer policy, CSP), cookie hardening,
 #                  request body limit, forwarding headers
+#   proxy-protected waf-proxy, WAF rules off (as proxy-off) + the native policy of the
+#                  scenario Corvus calls "protected": 30 non-matching rules over path, query,
+#                  header, User-Agent, referer, method, host, scheme, IP and country, one IP
+#                  list of 1,000 CIDRs, a 100,000 r/s rate limit every request goes through,
+#                  and the security headers of proxy-all (load/protected-policy.sh writes the
+#                  rules and a country .mmdb at run time; needs libmaxmind-db-writer-perl)
 #   (the waf-proxy variants are WAF_PROXY_VARIANTS below; each gets a generated config file
 #   with one worker and access log off, and runs as `waf-proxy run --config`)
 #
@@ -63,6 +69,9 @@
 #   benign →       status of GET /index.html?page=2&sort=name through the gateway
 #   SQLi →         status of GET /index.html?id=1' OR '1'='1 (403 = blocked)
 #                  (both probes over HTTPS in the TLS scenario, HTTP otherwise)
+# Under the table: the load average at the start of each measurement, in run order. A
+# gateway may be listed twice (GATEWAYS="proxy-off proxy-protected proxy-off
+# proxy-protected") to interleave repeated measurements on a shared machine.
 #
 # Needs: nginx, libnginx-mod-http-modsecurity, wrk, curl, openssl, a C compiler
 # (apt-get install -y nginx libnginx-mod-http-modsecurity wrk curl openssl gcc), CRS at
@@ -79,7 +88,7 @@ THREADS="${THREADS:-1}"
 BACKEND_CPUS="${BACKEND_CPUS:-0}"
 GATEWAY_CPUS="${GATEWAY_CPUS:-1}"
 WRK_CPUS="${WRK_CPUS:-0}"
-GATEWAYS="${GATEWAYS:-nginx modsec proxy-off proxy-crs-pl1 proxy-all}"
+GATEWAYS="${GATEWAYS:-nginx modsec proxy-off proxy-crs-pl1 proxy-all proxy-protected}"
 SCENARIOS="${SCENARIOS:-get post_json_10k tls_new_conn}"
 BACKEND_PORT="${BACKEND_PORT:-18091}"
 GATEWAY_PORT="${GATEWAY_PORT:-18080}"
@@ -91,8 +100,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # The proxy's production build (fat LTO, one codegen unit: Cargo.toml's release-lto).
 WAF_PROXY_BIN="${WAF_PROXY_BIN:-$CARGO_TARGET_DIR/release-lto/waf-proxy}"
 # waf-proxy variants: name|the lines of the variant's [[host]] ({crs} is the CRS directory,
-# {rules} the ModSecurity-equivalent CRS PL1 config); continuation lines belong to the
-# variant above them.
+# {rules} the ModSecurity-equivalent CRS PL1 config, {protected} the lines printed by
+# load/protected-policy.sh); continuation lines belong to the variant above them.
 if [ -z "${WAF_PROXY_VARIANTS:-}" ]; then
   WAF_PROXY_VARIANTS=$(cat <<'VARIANTS'
 proxy-off|waf = { mode = "off" }
@@ -102,6 +111,9 @@ headers = { hsts = "max-age=31536000", content_type_options = true, frame_option
 cookies = { secure = true, http_only = true, same_site = "Lax" }
 limits = { max_request_body = 1048576 }
 forwarding = { x_forwarded = true, forwarded = true }
+proxy-protected|waf = { mode = "off" }
+headers = { hsts = "max-age=31536000", content_type_options = true, frame_options = "DENY", referrer_policy = "no-referrer", csp = "default-src 'self'" }
+{protected}
 VARIANTS
 )
 fi
@@ -287,7 +299,12 @@ gateway_check() {
       [ -f "$MODSEC_MODULE" ] || { echo "binary missing: $MODSEC_MODULE (apt-get install libnginx-mod-http-modsecurity)"; return 1; } ;;
     proxy-*)
       [ -x "$WAF_PROXY_BIN" ] || { echo "binary missing: $WAF_PROXY_BIN (cargo build --profile release-lto -p waf-proxy)"; return 1; }
-      printf '%s\n' "$WAF_PROXY_VARIANTS" | grep -q "^$1|" || { echo "not in WAF_PROXY_VARIANTS"; return 1; } ;;
+      printf '%s\n' "$WAF_PROXY_VARIANTS" | grep -q "^$1|" || { echo "not in WAF_PROXY_VARIANTS"; return 1; }
+      if printf '%s\n' "$WAF_PROXY_VARIANTS" | awk -v n="$1" -F'|' '
+          /^proxy-[a-z0-9-]+\|/ { on = ($1 == n) } on && /\{protected\}/ { f = 1 } END { exit !f }'; then
+        perl -MMaxMind::DB::Writer::Tree -e 1 2>/dev/null ||
+          { echo "perl MaxMind::DB::Writer missing (apt-get install libmaxmind-db-writer-perl)"; return 1; }
+      fi ;;
     *) echo "unknown gateway"; return 1 ;;
   esac
 }
@@ -310,6 +327,13 @@ start_gateway_inner() {
         on { print }')
       host=${host//\{crs\}/$CRS}
       host=${host//\{rules\}/$WORK/crs-pl1.conf}
+      if [[ $host == *'{protected}'* ]]; then
+        if [ ! -f "$WORK/protected/policy.toml" ]; then
+          mkdir -p "$WORK/protected"
+          "$ROOT/benches/load/protected-policy.sh" "$WORK/protected" >"$WORK/protected/policy.toml"
+        fi
+        host=${host//\{protected\}/$(cat "$WORK/protected/policy.toml")}
+      fi
       cat >"$WORK/$1.toml" <<TOML
 [server]
 listen = ["127.0.0.1:$GATEWAY_PORT"]
@@ -399,6 +423,7 @@ measure() {
     wait_idle
   fi
   local t0 t1 c0 c1
+  LOADS+=("$scenario $gw: $(cut -d' ' -f1-3 /proc/loadavg)")
   c0=$(gateway_ticks)
   t0=$(date +%s.%N)
   run_wrk "$DURATION" "${WRK_ARGS[@]}" >"$WORK/wrk-$gw-$scenario.txt"
@@ -441,6 +466,7 @@ measure() {
 
 declare -A BASE
 HANDSHAKES=()
+LOADS=()
 for scenario in $SCENARIOS; do
   for gw in $GATEWAYS; do
     if ! start_gateway "$gw"; then
@@ -454,6 +480,10 @@ done
 {
   echo
   echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+  echo "Load average (1, 5, 15 min) at the start of each measurement, in run order:"
+  echo
+  for l in "${LOADS[@]}"; do echo "- $l"; done
   if [ ${#HANDSHAKES[@]} -gt 0 ]; then
     echo
     echo "TLS handshakes seen by wrk in tls_new_conn (full, resumed, protocol, cipher, group):"

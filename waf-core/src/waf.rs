@@ -179,6 +179,13 @@ impl Waf {
         self.policy.ban(ip, ttl_secs, now)
     }
 
+    /// Whether the native policy can act on a request (it has rules, rate limits or bans).
+    /// A host that skips the transaction when the engine is off must not skip it then: the
+    /// policy runs in every engine mode.
+    pub fn has_policy(&self) -> bool {
+        !self.policy.is_empty()
+    }
+
     /// Hit counters of the policy's rules and rate limits, for metrics.
     pub fn policy_counters(&self) -> Vec<PolicyCounter> {
         self.policy.counters()

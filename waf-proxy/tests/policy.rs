@@ -545,3 +545,26 @@ async fn shadow_hits_reach_the_audit_log() {
         "{line}"
     );
 }
+
+/// `mode = "off"` turns the SecLang rules off, not the policy: the proxy must still run a
+/// transaction for a host with a policy (it skips the transaction only when there is
+/// nothing to run). The load benchmark's `proxy-protected` variant is this configuration.
+#[tokio::test]
+async fn the_policy_runs_when_the_waf_mode_is_off() {
+    let up = upstream();
+    let dir = temp_dir("policy-mode-off");
+    let rules = dir.join("rules.conf");
+    std::fs::write(&rules, "SecRuleEngine On\n").unwrap();
+    let cfg = config(
+        &[up.addr.to_string()],
+        &rules,
+        "",
+        "[[host.rules]]\nname = \"admin\"\nexpression = 'http.request.uri.path starts_with \"/admin\"'\naction = \"block\"\nstatus = 451\n",
+    )
+    .replace("mode = \"block\"", "mode = \"off\"");
+    assert!(cfg.contains("mode = \"off\""), "{cfg}");
+    let proxy = Proxy::start(&dir, &cfg);
+    let c = client();
+    assert_eq!(get(&c, &proxy.url("/admin/users")).await.status, 451);
+    assert_eq!(get(&c, &proxy.url("/shop")).await.status, 200);
+}

@@ -337,7 +337,7 @@ impl Policy {
         Ok(())
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rules.is_empty() && self.rate_limits.is_empty() && self.bans.is_none()
     }
 

@@ -87,8 +87,9 @@ pub(super) fn filter(
     }
     let host = &state.hosts[hi];
 
-    // WAF phase 1; with the engine off there is no transaction at all (its setup and
-    // report cost more than the rest of the request path: benches/PROFILE.md).
+    // WAF phase 1; with the engine off and no native policy there is no transaction at all
+    // (its setup and report cost more than the rest of the request path: benches/PROFILE.md).
+    // The policy runs in every engine mode, so a host with one always gets a transaction.
     let id_header = &host.options.request_id_header;
     let trusted_id = host::request_id(req.headers(), trusted_peer, id_header);
     let (parts, body) = req.into_parts();
@@ -96,7 +97,7 @@ pub(super) fn filter(
         .headers
         .get(header::ACCEPT)
         .map(|v| v.as_bytes().to_vec());
-    if host.waf.engine_mode() == EngineMode::Off {
+    if host.waf.engine_mode() == EngineMode::Off && !host.waf.has_policy() {
         rec.request_id = trusted_id.unwrap_or_else(fallback_id);
         let mut fin = Finish::new(conn, state.clone(), Some(hi), None, rec);
         fin.accept = accept;
