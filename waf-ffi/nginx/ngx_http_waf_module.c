@@ -295,8 +295,10 @@ ngx_http_waf_add_src(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf,
 }
 
 
+/* A directive whose one argument is a file (resolved against the prefix) added as a source
+ * of `kind`: waf_rules_file and waf_policy_file. */
 static char *
-ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_waf_file_src(ngx_conf_t *cf, void *conf, ngx_http_waf_src_kind_e kind)
 {
     ngx_str_t  *value, path;
 
@@ -311,27 +313,21 @@ ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    return ngx_http_waf_add_src(cf, conf, NGX_HTTP_WAF_SRC_FILE, &path);
+    return ngx_http_waf_add_src(cf, conf, kind, &path);
+}
+
+
+static char *
+ngx_http_waf_rules_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_waf_file_src(cf, conf, NGX_HTTP_WAF_SRC_FILE);
 }
 
 
 static char *
 ngx_http_waf_policy_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_str_t  *value, path;
-
-    value = cf->args->elts;
-    path = value[1];
-
-    if (path.len == 0) {
-        return "takes a non-empty path";
-    }
-
-    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    return ngx_http_waf_add_src(cf, conf, NGX_HTTP_WAF_SRC_POLICY, &path);
+    return ngx_http_waf_file_src(cf, conf, NGX_HTTP_WAF_SRC_POLICY);
 }
 
 
