@@ -291,22 +291,22 @@ struct Emit<'s> {
 impl Emit<'_> {
     /// The values of `list`, keyed by `source`.
     fn pairs(&self, list: &[Pair], source: Source, f: &mut Visit<'_>) {
-        for (i, p) in list.iter().enumerate() {
-            if self.selector.matches(&p.key) && !(self.excluded)(&p.key) {
-                f(
-                    key_of(source, i),
-                    VarName {
-                        variable: self.variable,
-                        key: Some(&p.key),
-                    },
-                    &p.value,
-                );
-            }
-        }
+        self.each_pair(list, source, |p| &p.value, f)
     }
 
     /// The names of `list`, keyed by `source`.
     fn names(&self, list: &[Pair], source: Source, f: &mut Visit<'_>) {
+        self.each_pair(list, source, |p| &p.key, f)
+    }
+
+    /// `part` of every selected pair of `list`, named by its key and keyed by `source`.
+    fn each_pair(
+        &self,
+        list: &[Pair],
+        source: Source,
+        part: impl Fn(&Pair) -> &[u8],
+        f: &mut Visit<'_>,
+    ) {
         for (i, p) in list.iter().enumerate() {
             if self.selector.matches(&p.key) && !(self.excluded)(&p.key) {
                 f(
@@ -315,7 +315,7 @@ impl Emit<'_> {
                         variable: self.variable,
                         key: Some(&p.key),
                     },
-                    &p.key,
+                    part(p),
                 );
             }
         }
