@@ -100,18 +100,28 @@ impl TxState {
         let serial = runtime.next_serial();
         let mut recycled = runtime.pool.take();
         recycled.cache.set_width(program.prefix_count);
+        // With the engine off no rule runs (and no `ctl` can turn it on), so what only rules
+        // read is not formatted: a host that runs just the policy pays for none of it.
+        let rules_run = config.engine_mode != EngineMode::Off;
+        let text = |s: &dyn std::fmt::Display| {
+            if rules_run {
+                s.to_string().into_bytes()
+            } else {
+                Vec::new()
+            }
+        };
         let data = TxData {
-            remote_addr: conn.client.ip().to_string().into_bytes(),
-            remote_port: conn.client.port().to_string().into_bytes(),
-            server_addr: conn.server.ip().to_string().into_bytes(),
-            server_port: conn.server.port().to_string().into_bytes(),
+            remote_addr: text(&conn.client.ip()),
+            remote_port: text(&conn.client.port()),
+            server_addr: text(&conn.server.ip()),
+            server_port: text(&conn.server.port()),
             unique_id: match id {
                 Some(id) => id.as_bytes().to_vec(),
                 None => format!("{:x}{:06x}", since.as_micros(), serial & 0xff_ffff).into_bytes(),
             },
             epoch_secs: since.as_secs(),
             highest_severity: 255,
-            web_app_id: config.web_app_id.clone().into_bytes(),
+            web_app_id: text(&config.web_app_id),
             tx: recycled.tx,
             ..TxData::default()
         };
