@@ -431,7 +431,11 @@ fn load_errors_carry_file_line_and_column() {
             "nosuchaction",
         ),
         ("SecRule ARGS \"@rx x\" \"phase:1\"\n", 1, "id"),
-        ("SecRule ARGS \"@rx x\" \"id:1,chain\"\n", 1, "chain"),
+        (
+            "SecRule ARGS \"@rx x\" \"id:1,chain\"\nSecMarker m\n",
+            2,
+            "chain",
+        ),
         ("SecRule ARGS \"@rx (\" \"id:1\"\n", 1, "regex"),
         (
             "\nSecRule GEO:country_code \"@streq XX\" \"id:1\"\n",

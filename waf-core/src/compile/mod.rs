@@ -142,14 +142,18 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
                     parent.chain.push(draft);
                 } else {
                     scan_metadata(&mut draft)?;
-                    if draft.id == 0 {
+                    // libmodsecurity 3 runs a `SecAction` without an id (v2 refuses it); a
+                    // `SecRule` needs one in both.
+                    let anonymous_action = draft.id == 0 && draft.ast.is_none();
+                    if draft.id == 0 && !anonymous_action {
                         return Err(Error::new(
                             ErrorKind::Invalid,
                             Some(&d.span),
                             "rule has no id action",
                         ));
                     }
-                    if let Some(prev) = seen_ids.insert(draft.id, d.span.clone()) {
+                    if anonymous_action {
+                    } else if let Some(prev) = seen_ids.insert(draft.id, d.span.clone()) {
                         return Err(Error::new(
                             ErrorKind::Invalid,
                             Some(&d.span),
@@ -186,12 +190,20 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
         }
     }
     if chain_open {
-        let span = drafts.last().map(|d| d.span.clone());
-        return Err(Error::new(
-            ErrorKind::Invalid,
-            span.as_ref(),
-            "the last rule has the chain action but no rule follows",
-        ));
+        // ModSecurity loads a rule set whose last rule says `chain` with nothing after it,
+        // and that chain never completes, so it never fires (v3 `RuleWithOperator::evaluate`:
+        // "rule is marked as chained but there isn't a subsequent rule"). Same here: the
+        // rule is dropped, with a warning.
+        if let Some(last) = drafts.last_mut() {
+            last.removed = true;
+            warnings.push(Warning {
+                location: Some(Location::from_span(&last.span)),
+                message: format!(
+                    "rule {} has the chain action but no rule follows: it never matches",
+                    last.id
+                ),
+            });
+        }
     }
 
     // Fold drafts into rules and lay out the phases.
@@ -663,12 +675,8 @@ fn build_rule(
             Error::new(kind, Some(&a.span), e)
         })?;
         match action {
-            Action::Id(_) | Action::Phase(_) if is_chained => {
-                return Err(invalid(
-                    &a.span,
-                    format!("a chained rule cannot have {}", a.name),
-                ))
-            }
+            // libmodsecurity 3 accepts `id` and `phase` on a chained rule and goes by the
+            // chain starter's (the chained rule runs when its starter matched).
             Action::Id(_) | Action::Phase(_) => {}
             Action::Msg(m) => rule.meta.msg = Some(m),
             Action::LogData(m) => rule.meta.logdata = Some(m),
@@ -709,7 +717,8 @@ fn build_rule(
     if inherits {
         own_status = own_status.or(default_status);
     }
-    rule.status = own_status.unwrap_or(403);
+    // A chained rule's own `status:` (0: none) is folded into its starter below.
+    rule.status = own_status.unwrap_or(if is_chained { 0 } else { 403 });
     rule.prefix_ids = interner.prefix_ids(&rule.transformations);
 
     // Targets and operator.
@@ -793,8 +802,48 @@ fn build_rule(
             next = Some(Box::new(built));
         }
         rule.chain = next;
+        fold_chain_metadata(&mut rule);
     }
     Ok(rule)
+}
+
+/// Metadata written on chained rules acts for the whole chain, as in libmodsecurity 3, where
+/// each link's actions run when it matches and a later link's `status`, `msg`, `logdata` and
+/// `severity` overwrite the starter's (the chain's report and intervention are the
+/// starter's, so they are moved there); `tag`s add up.
+fn fold_chain_metadata(starter: &mut Rule) {
+    let mut link = starter.chain.as_deref_mut();
+    let mut meta = Metadata::default();
+    let mut status = 0;
+    while let Some(l) = link {
+        if l.status != 0 {
+            status = l.status;
+        }
+        if let Some(m) = l.meta.msg.take() {
+            meta.msg = Some(m);
+        }
+        if let Some(m) = l.meta.logdata.take() {
+            meta.logdata = Some(m);
+        }
+        if let Some(s) = l.meta.severity.take() {
+            meta.severity = Some(s);
+        }
+        meta.tags.append(&mut l.meta.tags);
+        link = l.chain.as_deref_mut();
+    }
+    if status != 0 {
+        starter.status = status;
+    }
+    if meta.msg.is_some() {
+        starter.meta.msg = meta.msg;
+    }
+    if meta.logdata.is_some() {
+        starter.meta.logdata = meta.logdata;
+    }
+    if meta.severity.is_some() {
+        starter.meta.severity = meta.severity;
+    }
+    starter.meta.tags.append(&mut meta.tags);
 }
 
 /// Variables this engine never fills: a rule on them would silently never match, so they
