@@ -112,6 +112,10 @@ pub(crate) trait MacroExpander {
         let _ = (variable, key);
         None
     }
+
+    /// Called by an operator whose backtracking search hit its match limit, so that the
+    /// transaction can set `TX:MSC_PCRE_LIMITS_EXCEEDED` (see `operators/rx_backtrack.rs`).
+    fn note_match_limit_exceeded(&self) {}
 }
 
 #[cfg(test)]

@@ -36,6 +36,10 @@ pub(crate) struct Config {
     pub(crate) component_signatures: Vec<String>,
     pub(crate) web_app_id: String,
     pub(crate) collection_timeout_secs: u64,
+    /// `SecPcreMatchLimit` (0: [`limits::DEFAULT_PCRE_MATCH_LIMIT`]).
+    pub(crate) pcre_match_limit: usize,
+    /// `SecPcreMatchLimitRecursion` (0: unset); lowers the same bound when smaller.
+    pub(crate) pcre_match_limit_recursion: usize,
 }
 
 impl Default for Config {
@@ -56,6 +60,8 @@ impl Default for Config {
             component_signatures: Vec::new(),
             web_app_id: "default".to_string(),
             collection_timeout_secs: 3600,
+            pcre_match_limit: 0,
+            pcre_match_limit_recursion: 0,
         }
     }
 }
@@ -82,8 +88,6 @@ const NO_EFFECT: &[&str] = &[
     "secdebuglog",
     "secdebugloglevel",
     "secrxprefilter",
-    "secpcrematchlimit",
-    "secpcrematchlimitrecursion",
     "secstatusengine",
     "secserversignature",
     "sectmpsaveuploadedfiles",
@@ -93,6 +97,16 @@ const NO_EFFECT: &[&str] = &[
 ];
 
 impl Config {
+    /// The step bound of one backtracking search: the smaller of `SecPcreMatchLimit` and
+    /// `SecPcreMatchLimitRecursion` where set (0: the default).
+    pub(crate) fn backtrack_limit(&self) -> usize {
+        match (self.pcre_match_limit, self.pcre_match_limit_recursion) {
+            (0, r) => r,
+            (m, 0) => m,
+            (m, r) => m.min(r),
+        }
+    }
+
     /// Applies one `Setting` directive. Unknown directives are errors.
     pub(crate) fn apply(
         &mut self,
@@ -132,6 +146,12 @@ impl Config {
                 ))),
             }
         };
+        let positive = |n: usize| -> Result<usize, Error> {
+            if n == 0 {
+                return Err(invalid(format!("{name} must be at least 1")));
+            }
+            Ok(n)
+        };
         let lower = name.to_ascii_lowercase();
         match lower.as_str() {
             "secruleengine" => {
@@ -161,6 +181,8 @@ impl Config {
                     _ => return Err(invalid(format!("{name} takes one character, got {a:?}"))),
                 }
             }
+            "secpcrematchlimit" => self.pcre_match_limit = positive(size()?)?,
+            "secpcrematchlimitrecursion" => self.pcre_match_limit_recursion = positive(size()?)?,
             "seccomponentsignature" => self.component_signatures.push(args.join(" ")),
             "secwebappid" => self.web_app_id = one()?.to_string(),
             "seccollectiontimeout" => {

@@ -218,7 +218,13 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
                 if draft.removed {
                     continue;
                 }
-                let rule = build_rule(draft, &default_sets[draft.defaults], None, &mut interner)?;
+                let rule = build_rule(
+                    draft,
+                    &default_sets[draft.defaults],
+                    None,
+                    &mut interner,
+                    &config,
+                )?;
                 let phase_index = usize::from(rule.phase - 1);
                 phases[phase_index].push(Step::Rule(rules.len()));
                 rules.push(rule);
@@ -252,6 +258,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
     }
 
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
+    warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
     let prefilters = prefilter::build(&mut rules);
     let summaries = plan::build(&mut rules);
@@ -324,6 +331,43 @@ fn cache_columns(rules: &mut [Rule]) -> usize {
         renumber(r, &column);
     }
     wanted.len()
+}
+
+/// Names each rule that runs a pattern on the backtracking engine (`@rx` or a key regex the
+/// linear-time engine cannot compile): it is bounded by `SecPcreMatchLimit`, not linear.
+fn warn_backtracking(rules: &[Rule], warnings: &mut Vec<Warning>) {
+    fn visit(rule: &Rule, id: u64, warnings: &mut Vec<Warning>) {
+        let op = rule
+            .operator
+            .as_ref()
+            .is_some_and(|o| o.operator.uses_backtracking());
+        let keys = rule
+            .targets
+            .iter()
+            .map(|t| &t.selector)
+            .chain(rule.exclusions.iter().map(|(_, s)| s))
+            .any(|s| s.uses_backtracking());
+        if op || keys {
+            let what = match (op, keys) {
+                (true, true) => "its @rx pattern and a key regex",
+                (true, false) => "its @rx pattern",
+                _ => "a key regex",
+            };
+            warnings.push(Warning {
+                location: Some(Location::from_span(&rule.span)),
+                message: format!(
+                    "rule {id}: {what} needs the backtracking engine (look-around or backreferences); \
+                     it runs bounded by SecPcreMatchLimit, not in linear time"
+                ),
+            });
+        }
+        if let Some(c) = &rule.chain {
+            visit(c, id, warnings);
+        }
+    }
+    for r in rules {
+        visit(r, r.id, warnings);
+    }
 }
 
 /// A `ctl:ruleRemove*` that selects no rule of the whole set has no effect: say so at load.
@@ -620,6 +664,7 @@ fn build_rule(
     defaults: &[Vec<ActionAst>; 5],
     parent_phase: Option<u8>,
     interner: &mut PrefixInterner,
+    config: &Config,
 ) -> Result<Rule, Error> {
     let is_chained = parent_phase.is_some();
     let phase = parent_phase.unwrap_or(draft.phase);
@@ -741,14 +786,18 @@ fn build_rule(
             rule.exclusions.push((variable, selector));
         }
         let op = &ast.operator;
-        let operator =
-            Operator::compile(&op.name, &op.argument, rules_dir.as_deref()).map_err(|e| {
-                let (kind, message) = match e {
-                    OperatorError::Unsupported(m) => (ErrorKind::Unsupported, m),
-                    OperatorError::Invalid(m) => (ErrorKind::Invalid, m),
-                };
-                Error::new(kind, Some(&op.span), message)
-            })?;
+        let compiled = if op.name.eq_ignore_ascii_case("rx") {
+            Operator::rx(&op.argument, config.backtrack_limit())
+        } else {
+            Operator::compile(&op.name, &op.argument, rules_dir.as_deref())
+        };
+        let operator = compiled.map_err(|e| {
+            let (kind, message) = match e {
+                OperatorError::Unsupported(m) => (ErrorKind::Unsupported, m),
+                OperatorError::Invalid(m) => (ErrorKind::Invalid, m),
+            };
+            Error::new(kind, Some(&op.span), message)
+        })?;
         // Expensive operators whose result depends on the value alone (no macro argument)
         // share an id per (operator, argument), so rules asking the same question of the
         // same transformed value get one evaluation per transaction.
@@ -790,6 +839,7 @@ fn build_rule(
                 defaults,
                 Some(phase),
                 interner,
+                config,
             )?;
             let child_has_chain = c
                 .actions

@@ -155,6 +155,16 @@ impl TxState {
     /// chain matched.
     fn eval_rule(&mut self, rule: &Rule, head: &Rule) -> bool {
         self.scratch.clear();
+        let matched = self.eval_rule_inner(rule, head);
+        if *self.data.match_limit_exceeded.get_mut() {
+            *self.data.match_limit_exceeded.get_mut() = false;
+            // A backtracking `@rx` gave up (operators/rx_backtrack.rs), as ModSecurity flags it.
+            self.data.tx.set(b"msc_pcre_limits_exceeded", b"1");
+        }
+        matched
+    }
+
+    fn eval_rule_inner(&mut self, rule: &Rule, head: &Rule) -> bool {
         match &rule.operator {
             None => self.scratch.matches.push(MatchRec {
                 name: 0..0,

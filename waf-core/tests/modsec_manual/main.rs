@@ -266,4 +266,38 @@ macro_rules! class {
     };
 }
 
-class!(chain);
+class!(chain, regex);
+
+/// CRS v4 is written for RE2: every one of its patterns, operator and key regex alike, must
+/// stay on the linear-time engine (the backtracking one is only for users' own rules).
+#[test]
+fn crs_keeps_the_linear_engine() {
+    let crs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/crs");
+    let crs = std::env::var_os("CRS_DIR").map_or(crs, PathBuf::from);
+    assert!(
+        crs.join("rules").is_dir(),
+        "CRS rules not found at {} (set CRS_DIR)",
+        crs.display()
+    );
+    let waf = Waf::builder()
+        .seclang_file(crs.join("crs-setup.conf.example"))
+        .seclang_glob(crs.join("rules/*.conf").display().to_string())
+        .build()
+        .unwrap_or_else(|e| panic!("CRS failed to load: {e}"));
+    assert!(
+        waf.rule_count() > 500,
+        "only {} CRS rules",
+        waf.rule_count()
+    );
+    let backtracking: Vec<String> = waf
+        .warnings()
+        .iter()
+        .filter(|w| w.message.contains("backtracking engine"))
+        .map(|w| format!("{:?}: {}", w.location, w.message))
+        .collect();
+    assert!(
+        backtracking.is_empty(),
+        "CRS patterns on the backtracking engine:\n{}",
+        backtracking.join("\n")
+    );
+}
