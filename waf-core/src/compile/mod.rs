@@ -3,8 +3,11 @@
 //! The second of the three stages. Everything that can be decided once is decided here:
 //! names become enums, operators and regexes are compiled, `block` is resolved against
 //! `SecDefaultAction`, chains are linked, `skipAfter` markers become step indices, and
-//! `SecRuleRemove*`/`SecRuleUpdate*` directives are applied to the rules defined before
-//! them (as ModSecurity does). Anything unsupported fails the load with its location;
+//! `SecRuleRemove*`/`SecRuleUpdate*` directives are applied to the rules they name wherever
+//! those are defined, before or after the directive: libmodsecurity 3 keeps them as
+//! rule-set-wide exceptions consulted at run time (ModSecurity 2 applied them only to rules
+//! defined before; a v2 rule set that relied on an update placed before its rule having no
+//! effect behaves differently, none known). Anything unsupported fails the load with its location;
 //! an exclusion that names nothing is a warning.
 
 mod config;
@@ -111,6 +114,8 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
     let mut default_sets: Vec<[Vec<ActionAst>; 5]> = vec![Default::default()];
     let mut chain_open = false;
     let mut seen_ids: HashMap<u64, Span> = HashMap::new();
+    // Removal and update directives, applied once every rule is known (see the module doc).
+    let mut exceptions: Vec<&Directive> = Vec::new();
 
     for d in directives {
         match &d.kind {
@@ -177,6 +182,19 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
                         "a rule with the chain action must be followed by a SecRule",
                     ));
                 }
+                if matches!(
+                    other,
+                    DirectiveKind::RemoveById(_)
+                        | DirectiveKind::RemoveByTag(_)
+                        | DirectiveKind::RemoveByMsg(_)
+                        | DirectiveKind::UpdateTargetById { .. }
+                        | DirectiveKind::UpdateTargetByTag { .. }
+                        | DirectiveKind::UpdateTargetByMsg { .. }
+                        | DirectiveKind::UpdateActionById { .. }
+                ) {
+                    exceptions.push(d);
+                    continue;
+                }
                 apply_directive(
                     other,
                     &d.span,
@@ -188,6 +206,17 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
                 )?;
             }
         }
+    }
+    for d in exceptions {
+        apply_directive(
+            &d.kind,
+            &d.span,
+            &mut config,
+            &mut warnings,
+            &mut drafts,
+            &mut items,
+            &mut default_sets,
+        )?;
     }
     if chain_open {
         // ModSecurity loads a rule set whose last rule says `chain` with nothing after it,
@@ -477,10 +506,7 @@ fn apply_directive(
                 hit = true;
             }
             if !hit {
-                warn(
-                    warnings,
-                    "SecRuleRemoveById matches no rule defined before it".into(),
-                );
+                warn(warnings, "SecRuleRemoveById matches no rule".into());
             }
         }
         DirectiveKind::RemoveByTag(tag) => {
@@ -495,7 +521,7 @@ fn apply_directive(
             if !hit {
                 warn(
                     warnings,
-                    format!("SecRuleRemoveByTag {tag:?} matches no rule defined before it"),
+                    format!("SecRuleRemoveByTag {tag:?} matches no rule"),
                 );
             }
         }
@@ -511,7 +537,7 @@ fn apply_directive(
             if !hit {
                 warn(
                     warnings,
-                    format!("SecRuleRemoveByMsg {msg:?} matches no rule defined before it"),
+                    format!("SecRuleRemoveByMsg {msg:?} matches no rule"),
                 );
             }
         }
@@ -571,10 +597,7 @@ fn apply_directive(
                     d.actions.extend(acts.iter().cloned());
                     scan_metadata(d)?;
                 }
-                None => warn(
-                    warnings,
-                    format!("SecRuleUpdateActionById: no rule {id} defined before it"),
-                ),
+                None => warn(warnings, format!("SecRuleUpdateActionById: no rule {id}")),
             }
         }
         DirectiveKind::Setting { name, args } => config.apply(name, args, span, warnings)?,
@@ -616,7 +639,7 @@ fn update_targets(
     if !hit {
         warnings.push(Warning {
             location: Some(Location::from_span(span)),
-            message: format!("{directive} matches no rule defined before it"),
+            message: format!("{directive} matches no rule"),
         });
     }
     Ok(())
