@@ -87,8 +87,6 @@ struct Draft {
     span: Span,
     ast: Option<RuleAst>,
     actions: Vec<ActionAst>,
-    /// Default actions of each phase in force where the rule was defined.
-    defaults: usize,
     chain: Vec<Draft>,
     id: u64,
     phase: u8,
@@ -130,7 +128,6 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
                     span: d.span.clone(),
                     ast,
                     actions: acts,
-                    defaults: default_sets.len() - 1,
                     chain: Vec::new(),
                     id: 0,
                     phase: 2,
@@ -247,9 +244,12 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
                 if draft.removed {
                     continue;
                 }
+                // libmodsecurity 3 reads the defaults from the rule set at run time, so the
+                // last default of a phase applies to every rule of that phase, before or
+                // after it (ModSecurity 2 applied it to the rules that follow).
                 let rule = build_rule(
                     draft,
-                    &default_sets[draft.defaults],
+                    &default_sets[default_sets.len() - 1],
                     None,
                     &mut interner,
                     &config,
@@ -495,6 +495,33 @@ fn apply_directive(
                     "SecDefaultAction must name a phase",
                 )
             })?;
+            // libmodsecurity 3 refuses a default without a disruptive action, and a second
+            // default for a phase in one configuration context (here: one file; a later
+            // file's default replaces an earlier file's).
+            if !acts
+                .iter()
+                .any(|a| matches!(actions::parse(a), Ok(Action::Disruptive(_))))
+            {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Some(span),
+                    "SecDefaultAction must specify a disruptive action",
+                ));
+            }
+            let current = default_sets.last().map(|set| &set[usize::from(phase - 1)]);
+            if let Some(prev) = current.and_then(|acts| acts.first()) {
+                if prev.span.file == span.file {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        Some(span),
+                        format!(
+                            "SecDefaultAction can only be placed once per phase and \
+                             configuration context: phase {phase} was set at {}",
+                            Location::from_span(&prev.span)
+                        ),
+                    ));
+                }
+            }
             let mut set = default_sets.last().cloned().unwrap_or_default();
             set[usize::from(phase - 1)] = acts.clone();
             default_sets.push(set);
@@ -777,8 +804,12 @@ fn build_rule(
         }
     }
     let inherits = matches!(own_disruptive, None | Some(Disruptive::Block));
+    // Only `block` takes the default's disruptive action: libmodsecurity 3 skips a
+    // default's disruptive action for a rule "that does not contain block"
+    // (`RuleWithActions::executeAction`), so a rule without one passes (ModSecurity 2 gave
+    // it the default's).
     rule.disruptive = match own_disruptive {
-        None | Some(Disruptive::Block) if !is_chained => default_disruptive.clone(),
+        Some(Disruptive::Block) if !is_chained => default_disruptive.clone(),
         None | Some(Disruptive::Block) => Disruptive::Pass,
         Some(d) => d,
     };
@@ -849,7 +880,6 @@ fn build_rule(
                     span: c.span.clone(),
                     ast: c.ast.clone(),
                     actions: c.actions.clone(),
-                    defaults: c.defaults,
                     chain: Vec::new(),
                     id: 0,
                     phase,
