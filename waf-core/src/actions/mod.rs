@@ -62,8 +62,8 @@ pub(crate) enum Disruptive {
     Drop,
     /// `allow`, `allow:phase`, `allow:request`.
     Allow(AllowScope),
-    /// `redirect:URL`.
-    Redirect(String),
+    /// `redirect:URL`, macros expanded when it fires (`redirect:/blocked?id=%{RULE.id}`).
+    Redirect(MacroString),
 }
 
 /// How far `allow` reaches.
@@ -144,7 +144,7 @@ pub(crate) fn parse(ast: &ActionAst) -> Result<Action, String> {
                 Some(other) => return Err(format!("unknown allow scope {other:?}")),
             },
         )),
-        "redirect" => Action::Disruptive(Disruptive::Redirect(need("a URL")?.to_string())),
+        "redirect" => Action::Disruptive(Disruptive::Redirect(macro_value("a URL")?)),
         "status" => {
             let n = number("an HTTP status")?;
             if !(100..=999).contains(&n) {

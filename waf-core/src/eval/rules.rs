@@ -489,7 +489,9 @@ impl TxState {
             }
             Disruptive::Deny => DisruptiveAction::Deny,
             Disruptive::Drop => DisruptiveAction::Drop,
-            Disruptive::Redirect(url) => DisruptiveAction::Redirect(url.clone()),
+            Disruptive::Redirect(url) => {
+                DisruptiveAction::Redirect(String::from_utf8_lossy(&url.expand(&self.data)).into())
+            }
         };
         let status = match (&action, rule.status) {
             (DisruptiveAction::Redirect(_), s) if !(300..400).contains(&s) => 302,

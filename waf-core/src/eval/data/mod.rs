@@ -601,6 +601,16 @@ impl TxData {
 }
 
 impl MacroExpander for TxData {
+    fn append_matching(&self, variable: Variable, keys: &Selector, out: &mut Vec<u8>) {
+        let mut done = false;
+        self.visit(variable, keys, &|_| false, &mut |_, _, v| {
+            if !done {
+                out.extend_from_slice(v);
+                done = true;
+            }
+        });
+    }
+
     fn note_match_limit_exceeded(&self) {
         self.match_limit_exceeded
             .store(true, std::sync::atomic::Ordering::Relaxed);
