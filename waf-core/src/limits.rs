@@ -4,7 +4,7 @@
 //! (`SecRequestBodyLimit`, `SecArgumentsLimit`, ...) override the body and argument limits.
 
 /// Largest request body buffered for inspection (`SecRequestBodyLimit`), 13 MiB as in
-/// ModSecurity's recommended configuration. Over it: a 413 intervention
+/// ModSecurity's recommended configuration. Over it: a 403 intervention (as libmodsecurity 3)
 /// (`SecRequestBodyLimitAction Reject`) or inspection of the prefix (`ProcessPartial`).
 pub const DEFAULT_REQUEST_BODY_LIMIT: usize = 13_107_200;
 

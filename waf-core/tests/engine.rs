@@ -373,7 +373,7 @@ fn request_body_limit_rejects_or_processes_partially() {
         &[b'a'; 11],
         ("text/plain", b""),
     );
-    assert_eq!(o.blocked(), Some(413));
+    assert_eq!(o.blocked(), Some(403));
     let partial = waf(&format!(
         "{ON}SecRequestBodyLimit 10\nSecRequestBodyLimitAction ProcessPartial\n\
          SecRule REQUEST_BODY \"@contains evil\" \"id:1,phase:2,deny,ctl:forceRequestBodyVariable=On\"\n\

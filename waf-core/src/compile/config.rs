@@ -11,7 +11,7 @@ use crate::waf::EngineMode;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LimitAction {
-    /// Answer 413 (request) or 500 (response).
+    /// Answer 403, as libmodsecurity 3 does for both bodies.
     Reject,
     /// Inspect the prefix, pass the rest.
     ProcessPartial,
@@ -46,7 +46,8 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             engine_mode: EngineMode::Off,
-            request_body_access: false,
+            // libmodsecurity 3 processes the body unless SecRequestBodyAccess is Off.
+            request_body_access: true,
             request_body_limit: limits::DEFAULT_REQUEST_BODY_LIMIT,
             request_body_no_files_limit: limits::DEFAULT_REQUEST_BODY_NO_FILES_LIMIT,
             request_body_limit_action: LimitAction::Reject,
