@@ -116,6 +116,12 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
     let mut exceptions: Vec<&Directive> = Vec::new();
 
     for d in directives {
+        if let Some(note) = &d.note {
+            warnings.push(Warning {
+                location: Some(Location::from_span(&d.span)),
+                message: note.clone(),
+            });
+        }
         match &d.kind {
             DirectiveKind::Rule(_) | DirectiveKind::Action(_) => {
                 let (ast, acts) = match &d.kind {
