@@ -207,7 +207,35 @@ pub(crate) fn parse(ast: &ActionAst) -> Result<Action, String> {
                 MacroString::parse(secs.trim())?,
             ))
         }
-        _ => return Err(format!("unsupported action {}", ast.name)),
+        _ => {
+            return Err(match refused(&name) {
+                Some(why) => format!("unsupported action {}: {why}", ast.name),
+                None => format!("unsupported action {}: not a ModSecurity action", ast.name),
+            })
+        }
+    })
+}
+
+/// Why a ModSecurity action is refused (the table in `docs/COMPATIBILITY.md` lists the same).
+pub(crate) fn refused(lower_name: &str) -> Option<&'static str> {
+    Some(match lower_name {
+        "exec" => "it runs an external program or Lua script, which waf-core never does",
+        "append" | "prepend" => "changing the response body is not supported",
+        "proxy" => "forwarding a request is the host's I/O, not the engine's",
+        "pause" => "it would hold a worker; waf-core never blocks",
+        "sanitisearg"
+        | "sanitisematched"
+        | "sanitisematchedbytes"
+        | "sanitiserequestheader"
+        | "sanitiseresponseheader" => {
+            "the core writes no audit log to mask; mask data in the host's log"
+        }
+        "setuid" | "setsid" | "setrsc" => {
+            "USER, SESSION and RESOURCE records keyed by these actions are not kept"
+        }
+        "deprecatevar" => "collection values that decay over time are not kept",
+        "xmlns" => "XPath namespaces are not supported (XML:/* and XML://@* are)",
+        _ => return None,
     })
 }
 

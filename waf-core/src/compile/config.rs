@@ -97,6 +97,59 @@ const NO_EFFECT: &[&str] = &[
     "seccookieformat",
 ];
 
+/// Why a ModSecurity directive is refused (the table in `docs/COMPATIBILITY.md` lists the
+/// same).
+pub(crate) fn refused_directive(lower_name: &str) -> Option<&'static str> {
+    Some(match lower_name {
+        "secrulescript" => {
+            "Lua scripts are not run: waf-core embeds no script interpreter (a script could do \
+             I/O and block a worker)"
+        }
+        "secremoterules" | "secremoterulesfailaction" => {
+            "fetching rules over the network is I/O, which waf-core does not do"
+        }
+        "secgeolookupdb" => {
+            "@geoLookup is not supported; GeoIP is the native policy's (ip.src.country)"
+        }
+        "secgsblookupdb" => "Google Safe Browsing lookups are network I/O",
+        "sechttpblkey" => "@rbl DNS lookups are network I/O",
+        "secchrootdir" => "a web server process setting, not an engine's",
+        "secconnengine"
+        | "secconnreadstatelimit"
+        | "secconnwritestatelimit"
+        | "secreadstatelimit"
+        | "secwritestatelimit" => {
+            "connection state limits are Apache-only; use the native rate limits"
+        }
+        "seccontentinjection" | "secstreaminbodyinspection" | "secstreamoutbodyinspection" => {
+            "changing or streaming bodies (append, prepend, STREAM_*_BODY) is not supported"
+        }
+        "secdisablebackendcompression" => "upstream compression is the host's business",
+        "sechashengine" | "sechashkey" | "sechashparam" | "sechashmethodrx" | "sechashmethodpm" => {
+            "the HMAC hash engine is not supported (nor by libmodsecurity 3)"
+        }
+        "secguardianlog" => "piping to an external log program is not supported",
+        "secinterceptonerror" => "the engine always answers with a verdict; errors never pass",
+        "secruleperftime" => "per-rule timing (PERF_*) is not kept",
+        "secsensorid" => "audit log identification is the host's",
+        "secuploadfilelimit" => "the multipart part limit is fixed (DEFAULT_MULTIPART_PART_LIMIT)",
+        "seccookiev0separator" => "version 0 cookies are split on ';' only",
+        "secunicodecodepage" => "deprecated in ModSecurity 2.6, replaced by SecUnicodeMapFile",
+        "seccachetransformations" => {
+            "removed in ModSecurity 2.7; transformed values are always cached here"
+        }
+        "secpdfprotect"
+        | "secpdfprotectmethod"
+        | "secpdfprotectsecret"
+        | "secpdfprotecttimeout"
+        | "secpdfprotecttokenname" => "removed in ModSecurity 2.6",
+        "secruleinheritance" => {
+            "configuration contexts (Apache <Location>) do not exist: one Waf is one context"
+        }
+        _ => return None,
+    })
+}
+
 impl Config {
     /// The step bound of one backtracking search: the smaller of `SecPcreMatchLimit` and
     /// `SecPcreMatchLimitRecursion` where set (0: the default).
@@ -199,11 +252,11 @@ impl Config {
                 });
             }
             _ => {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    Some(span),
-                    format!("unknown or unsupported directive {name}"),
-                ))
+                let message = match refused_directive(&lower) {
+                    Some(why) => format!("unsupported directive {name}: {why}"),
+                    None => format!("unknown or unsupported directive {name}"),
+                };
+                return Err(Error::new(ErrorKind::Unsupported, Some(span), message));
             }
         }
         Ok(())

@@ -264,7 +264,10 @@ fn unsupported(name: &str, lower: &str) -> OperatorError {
     let why = match lower {
         "rbl" => "DNS lookups are I/O, which waf-core does not do",
         "geolookup" => "needs a GeoIP database",
-        "inspectfile" => "runs an external program",
+        "inspectfile" => {
+            "it runs an external program on each uploaded file; waf-core runs no programs and \
+             stores no files"
+        }
         "fuzzyhash" => "needs ssdeep",
         "validatedtd" | "validateschema" => "XML/JSON schema validation is not implemented",
         "gsblookup" => "Google Safe Browsing lookups are I/O",
