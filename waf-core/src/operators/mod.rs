@@ -273,6 +273,7 @@ fn unsupported(name: &str, lower: &str) -> OperatorError {
         "gsblookup" => "Google Safe Browsing lookups are I/O",
         "rsub" => "deprecated in ModSecurity v3 and not used by CRS",
         "validatehash" => "not implemented by ModSecurity v3",
+        "rxglobal" => "not implemented; @rx with capture covers the first match",
         "validatenid" => "a ModSecurity v2 operator, not in v3 and not used by CRS",
         _ => return OperatorError::Invalid(format!("unknown operator @{name}")),
     };

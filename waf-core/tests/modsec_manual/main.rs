@@ -301,3 +301,77 @@ fn crs_keeps_the_linear_engine() {
         backtracking.join("\n")
     );
 }
+
+/// `docs/COMPATIBILITY.md` cannot drift: every row's example is loaded, a refused row must
+/// fail as unsupported and every other row must load, and the counts line must match.
+#[test]
+fn compatibility_table_matches_the_engine() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/COMPATIBILITY.md");
+    let doc = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modsec_manual/data");
+    let mut section = "";
+    let (mut supported, mut differs, mut refused) = (0, 0, 0);
+    let mut problems = Vec::new();
+    for line in doc.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            section = match h {
+                "Directives" => "directive",
+                "Variables" => "variable",
+                "Operators" => "operator",
+                "Transformations" => "transformation",
+                "Actions" => "action",
+                other => panic!("unexpected section {other:?}"),
+            };
+            continue;
+        }
+        if !line.starts_with("| `") {
+            continue;
+        }
+        let cells: Vec<&str> = line
+            .trim()
+            .trim_matches('|')
+            .split(" | ")
+            .map(str::trim)
+            .collect();
+        let [name, status, example, _note] = cells[..] else {
+            panic!("malformed row: {line}");
+        };
+        let example = example
+            .trim_matches('`')
+            .replace("@DATA@", &data.display().to_string());
+        let rule = match section {
+            "directive" => example.clone(),
+            "variable" => format!("SecRule {example} \"@rx x\" \"id:1,phase:2,pass\""),
+            "operator" => format!("SecRule ARGS \"{example}\" \"id:1,phase:2,pass\""),
+            "transformation" => format!("SecRule ARGS \"@rx x\" \"id:1,phase:2,pass,t:{example}\""),
+            "action" => format!("SecRule ARGS \"@rx x\" \"id:1,phase:2,pass,{example}\""),
+            _ => panic!("row before any section: {line}"),
+        };
+        let built = Waf::builder()
+            .seclang("compat.conf", format!("SecRuleEngine On\n{rule}\n"))
+            .build();
+        match (status, built) {
+            ("refused", Err(e)) if e.kind() == waf_core::ErrorKind::Unsupported => refused += 1,
+            ("refused", Err(e)) => {
+                problems.push(format!("{section} {name}: refused as {:?}: {e}", e.kind()))
+            }
+            ("refused", Ok(_)) => problems.push(format!("{section} {name}: listed refused, loads")),
+            ("supported" | "differs", Err(e)) => {
+                problems.push(format!("{section} {name}: listed {status}, refused: {e}"))
+            }
+            ("supported", Ok(_)) => supported += 1,
+            ("differs", Ok(_)) => differs += 1,
+            (other, _) => problems.push(format!("{section} {name}: unknown status {other:?}")),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let counts = format!(
+        "Counts: {} entries: {supported} supported, {differs} differs, {refused} refused.",
+        supported + differs + refused
+    );
+    assert!(
+        doc.contains(&counts),
+        "the counts line should read {counts:?}"
+    );
+}
