@@ -47,6 +47,8 @@ pub(crate) enum Action {
     MultiMatch,
     // Per-match effects.
     Effect(Effect),
+    /// `xmlns:prefix=URI`: a namespace prefix for the rule's XPath targets.
+    Xmlns(String, String),
 }
 
 /// The disruptive action of a rule.
@@ -172,6 +174,13 @@ pub(crate) fn parse(ast: &ActionAst) -> Result<Action, String> {
                 ))
             }
         }
+        "xmlns" => {
+            let v = need("prefix=URI")?;
+            let (prefix, uri) = v
+                .split_once('=')
+                .ok_or_else(|| format!("xmlns needs prefix=URI, got {v:?}"))?;
+            Action::Xmlns(prefix.trim().to_string(), uri.trim().to_string())
+        }
         "capture" => Action::Capture,
         "multimatch" => Action::MultiMatch,
         "setvar" => Action::Effect(Effect::SetVar(SetVar::parse(need("an assignment")?)?)),
@@ -234,7 +243,6 @@ pub(crate) fn refused(lower_name: &str) -> Option<&'static str> {
             "USER, SESSION and RESOURCE records keyed by these actions are not kept"
         }
         "deprecatevar" => "collection values that decay over time are not kept",
-        "xmlns" => "XPath namespaces are not supported (XML:/* and XML://@* are)",
         _ => return None,
     })
 }

@@ -64,6 +64,7 @@ pub(crate) mod multipart;
 pub(crate) mod sniff;
 pub(crate) mod urlencoded;
 pub(crate) mod xml;
+pub(crate) mod xpath;
 
 #[cfg(test)]
 mod tests {

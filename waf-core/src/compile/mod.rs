@@ -807,6 +807,7 @@ fn build_rule(
             Action::Capture => rule.capture = true,
             Action::MultiMatch => rule.multi_match = true,
             Action::Effect(e) => rule.effects.push(e),
+            Action::Xmlns(..) => {}
         }
     }
     let inherits = matches!(own_disruptive, None | Some(Disruptive::Block));
@@ -827,10 +828,18 @@ fn build_rule(
     rule.prefix_ids = interner.prefix_ids(&rule.transformations);
 
     // Targets and operator.
+    let namespaces: Vec<(String, String)> = draft
+        .actions
+        .iter()
+        .filter_map(|a| match actions::parse(a) {
+            Ok(Action::Xmlns(prefix, uri)) => Some((prefix, uri)),
+            _ => None,
+        })
+        .collect();
     let rules_dir = Path::new(&*draft.span.file).parent().map(Path::to_path_buf);
     if let Some(ast) = &draft.ast {
         for v in ast.variables.iter().chain(&draft.extra_targets) {
-            let (variable, selector) = compile_target(v)?;
+            let (variable, selector) = compile_target_ns(v, &namespaces)?;
             if v.exclusion {
                 rule.exclusions.push((variable, selector));
             } else {
@@ -971,6 +980,14 @@ fn unsupported_variable(variable: Variable) -> Option<&'static str> {
 
 /// A target's variable and key selector.
 fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
+    compile_target_ns(v, &[])
+}
+
+/// [`compile_target`] with the `xmlns` prefix bindings of the rule, for XPath keys.
+fn compile_target_ns(
+    v: &VariableAst,
+    namespaces: &[(String, String)],
+) -> Result<(Variable, Selector), Error> {
     let variable = Variable::from_name(&v.name).ok_or_else(|| {
         Error::new(
             ErrorKind::Unsupported,
@@ -989,13 +1006,12 @@ fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
         None => Selector::All,
         Some(crate::seclang::SelectorAst::Key(k)) => {
             if variable == Variable::Xml && k != "/*" && k != "//@*" {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    Some(&v.span),
-                    format!("unsupported XPath expression {k:?} (only XML:/* and XML://@* are supported)"),
-                ));
+                let xpath = crate::body::xpath::XPath::compile(k, namespaces)
+                    .map_err(|e| Error::new(ErrorKind::Unsupported, Some(&v.span), e))?;
+                Selector::XPath(Box::new(xpath))
+            } else {
+                Selector::Key(k.as_bytes().to_ascii_lowercase())
             }
-            Selector::Key(k.as_bytes().to_ascii_lowercase())
         }
         Some(crate::seclang::SelectorAst::Regex(r)) => {
             Selector::regex(r).map_err(|e| Error::new(ErrorKind::Invalid, Some(&v.span), e))?

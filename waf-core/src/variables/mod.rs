@@ -158,6 +158,9 @@ pub(crate) enum Selector {
     /// A key regex only the backtracking engine compiles (`ARGS:/^(?!ref)/`); a search
     /// that hits the match limit selects nothing.
     Backtracking(Box<crate::operators::rx_backtrack::Backtracking>),
+    /// `XML:/order/item[2]/@sku`: an XPath expression beyond `XML:/*` and `XML://@*`
+    /// (`body/xpath.rs`); it selects values, not keys.
+    XPath(Box<crate::body::xpath::XPath>),
 }
 
 impl Selector {
@@ -199,6 +202,7 @@ impl Selector {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
             Selector::Regex(re) => re.is_match(key),
+            Selector::XPath(_) => false,
             Selector::Backtracking(re) => matches!(
                 re.is_match(key),
                 crate::operators::rx_backtrack::Search::Done(true)

@@ -266,7 +266,16 @@ macro_rules! class {
     };
 }
 
-class!(body, chain, default_action, macros, refused, regex, update);
+class!(
+    body,
+    chain,
+    default_action,
+    macros,
+    refused,
+    regex,
+    update,
+    xml
+);
 
 /// CRS v4 is written for RE2: every one of its patterns, operator and key regex alike, must
 /// stay on the linear-time engine (the backtracking one is only for users' own rules).
