@@ -48,8 +48,10 @@ enum Test {
         any_ns: bool,
         local: Option<String>,
     },
+    /// `any_ns`: `@*`, every attribute whatever its namespace (as libxml2).
     Attribute {
         ns: Option<String>,
+        any_ns: bool,
         local: Option<String>,
     },
     Text,
@@ -158,10 +160,10 @@ impl XPath {
         let mut context = vec![doc.root()];
         for (i, step) in self.steps.iter().enumerate() {
             let last = i + 1 == self.steps.len();
-            if let Test::Attribute { ns, local } = &step.test {
+            if let Test::Attribute { ns, any_ns, local } = &step.test {
                 for node in expand(&context, step.descendant) {
                     for a in node.attributes() {
-                        let ns_ok = a.namespace() == ns.as_deref();
+                        let ns_ok = *any_ns || a.namespace() == ns.as_deref();
                         if ns_ok && local.as_deref().is_none_or(|l| l == a.name()) {
                             f(a.value().as_bytes());
                         }
@@ -269,15 +271,7 @@ fn parse_test(t: &str, namespaces: &[(String, String)]) -> Result<Test, String> 
         "node()" => Test::Node,
         _ if t.starts_with('@') => {
             let (ns, any_ns, local) = name_test(&t[1..])?;
-            if any_ns && local.is_none() {
-                // `@*`: any attribute in no namespace, as libxml2 also returns namespaced
-                // ones only for `@*` with a prefix; keep every attribute.
-                return Ok(Test::Attribute {
-                    ns: None,
-                    local: None,
-                });
-            }
-            Test::Attribute { ns, local }
+            Test::Attribute { ns, any_ns, local }
         }
         _ if t.contains('(') || t.contains("::") => {
             return Err(format!("{t:?}: functions and named axes are not supported"))
@@ -362,6 +356,7 @@ mod tests {
         assert_eq!(eval("/order/item/@sku"), ["a1", "b2"]);
         assert_eq!(eval("//@type"), ["visa"]);
         assert_eq!(eval("/order/@id"), ["7"]);
+        assert_eq!(eval("/order/item/@*"), ["a1", "b2"]);
         assert_eq!(eval("/order/item/name/text()"), ["pen", "ink"]);
         assert_eq!(eval("/*/item/qty"), ["2", "5"]);
         assert_eq!(eval("//pay:card"), ["4111"]);

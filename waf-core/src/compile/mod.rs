@@ -483,6 +483,15 @@ fn apply_directive(
             for a in acts {
                 match actions::parse(a) {
                     Ok(Action::Phase(p)) => phase = Some(p),
+                    Ok(Action::Transform(None)) => {
+                        // libmodsecurity 3: "The transformation none is not suitable to be
+                        // part of the SecDefaultActions".
+                        return Err(Error::new(
+                            ErrorKind::Invalid,
+                            Some(&a.span),
+                            "t:none cannot be part of SecDefaultAction",
+                        ));
+                    }
                     Ok(Action::Id(_)) => {
                         return Err(Error::new(
                             ErrorKind::Invalid,

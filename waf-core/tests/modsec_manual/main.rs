@@ -321,6 +321,8 @@ fn compatibility_table_matches_the_engine() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modsec_manual/data");
     let mut section = "";
     let (mut supported, mut differs, mut refused) = (0, 0, 0);
+    // Per kind: (supported, differs, refused).
+    let mut per_kind: std::collections::BTreeMap<&str, (u32, u32, u32)> = Default::default();
     let mut problems = Vec::new();
     for line in doc.lines() {
         if let Some(h) = line.strip_prefix("## ") {
@@ -360,6 +362,12 @@ fn compatibility_table_matches_the_engine() {
         let built = Waf::builder()
             .seclang("compat.conf", format!("SecRuleEngine On\n{rule}\n"))
             .build();
+        let tally = per_kind.entry(section).or_default();
+        match status {
+            "supported" => tally.0 += 1,
+            "differs" => tally.1 += 1,
+            _ => tally.2 += 1,
+        }
         match (status, built) {
             ("refused", Err(e)) if e.kind() == waf_core::ErrorKind::Unsupported => refused += 1,
             ("refused", Err(e)) => {
@@ -383,4 +391,8 @@ fn compatibility_table_matches_the_engine() {
         doc.contains(&counts),
         "the counts line should read {counts:?}"
     );
+    for (kind, (s, d, r)) in per_kind {
+        let row = format!("| {kind}s | {s} | {d} | {r} |");
+        assert!(doc.contains(&row), "the counts table should have {row:?}");
+    }
 }
