@@ -148,7 +148,7 @@ pub mod internal {
     pub fn transform_chain(chain: &[u8], input: &[u8]) -> Vec<u8> {
         let mut value = input.to_vec();
         for &pick in chain {
-            let t = crate::transformations::ALL[usize::from(pick) % TRANSFORMATION_COUNT];
+            let t = &crate::transformations::ALL[usize::from(pick) % TRANSFORMATION_COUNT];
             if let std::borrow::Cow::Owned(changed) = t.apply(&value) {
                 assert_ne!(changed, value, "{} returned Owned but unchanged", t.name());
                 value = changed;

@@ -40,6 +40,8 @@ pub(crate) struct Config {
     pub(crate) pcre_match_limit: usize,
     /// `SecPcreMatchLimitRecursion` (0: unset); lowers the same bound when smaller.
     pub(crate) pcre_match_limit_recursion: usize,
+    /// `SecUnicodeMapFile`: the code page section `t:urlDecodeUni` maps `%uXXXX` with.
+    pub(crate) unicode_map: Option<std::sync::Arc<crate::transformations::unicode_map::UnicodeMap>>,
 }
 
 impl Default for Config {
@@ -63,6 +65,7 @@ impl Default for Config {
             collection_timeout_secs: 3600,
             pcre_match_limit: 0,
             pcre_match_limit_recursion: 0,
+            unicode_map: None,
         }
     }
 }
@@ -92,7 +95,6 @@ const NO_EFFECT: &[&str] = &[
     "secstatusengine",
     "secserversignature",
     "sectmpsaveuploadedfiles",
-    "secunicodemapfile",
     "secxmlexternalentity",
     "seccookieformat",
 ];
@@ -237,6 +239,34 @@ impl Config {
             }
             "secpcrematchlimit" => self.pcre_match_limit = positive(size()?)?,
             "secpcrematchlimitrecursion" => self.pcre_match_limit_recursion = positive(size()?)?,
+            "secunicodemapfile" => {
+                let [file, code_page] = args else {
+                    return Err(invalid(format!(
+                        "{name} takes a file and a code page, got {} arguments",
+                        args.len()
+                    )));
+                };
+                let code_page: u32 = code_page.parse().map_err(|_| {
+                    invalid(format!(
+                        "{name} needs a code page number, got {code_page:?}"
+                    ))
+                })?;
+                let path = std::path::Path::new(file.as_str());
+                let path = match std::path::Path::new(&*span.file).parent() {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path.to_path_buf(),
+                };
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        Some(span),
+                        format!("cannot read unicode map file {}: {e}", path.display()),
+                    )
+                })?;
+                let map = crate::transformations::unicode_map::UnicodeMap::parse(&text, code_page)
+                    .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+                self.unicode_map = Some(std::sync::Arc::new(map));
+            }
             "seccomponentsignature" => self.component_signatures.push(args.join(" ")),
             "secwebappid" => self.web_app_id = one()?.to_string(),
             "seccollectiontimeout" => {

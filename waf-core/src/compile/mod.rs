@@ -762,7 +762,7 @@ fn build_rule(
     let mut default_status = None;
     for a in &defaults[usize::from(phase - 1)] {
         match actions::parse(a).map_err(|e| invalid(&a.span, e))? {
-            Action::Transform(Some(t)) => rule.transformations.push(t),
+            Action::Transform(Some(t)) => rule.transformations.push(with_map(t, config)),
             Action::Transform(None) => rule.transformations.clear(),
             Action::Log(v) => rule.log = v,
             Action::AuditLog(v) => rule.auditlog = v,
@@ -811,7 +811,7 @@ fn build_rule(
             Action::Skip(n) => rule.skip = n,
             Action::Log(v) => rule.log = v,
             Action::AuditLog(v) => rule.auditlog = v,
-            Action::Transform(Some(t)) => rule.transformations.push(t),
+            Action::Transform(Some(t)) => rule.transformations.push(with_map(t, config)),
             Action::Transform(None) => rule.transformations.clear(),
             Action::Capture => rule.capture = true,
             Action::MultiMatch => rule.multi_match = true,
@@ -932,6 +932,16 @@ fn build_rule(
         fold_chain_metadata(&mut rule);
     }
     Ok(rule)
+}
+
+/// `t:urlDecodeUni` with the `SecUnicodeMapFile` table when one is configured.
+fn with_map(t: Transformation, config: &Config) -> Transformation {
+    match (&t, &config.unicode_map) {
+        (Transformation::UrlDecodeUni, Some(map)) => {
+            Transformation::UrlDecodeUniMapped(std::sync::Arc::clone(map))
+        }
+        _ => t,
+    }
 }
 
 /// Metadata written on chained rules acts for the whole chain, as in libmodsecurity 3, where

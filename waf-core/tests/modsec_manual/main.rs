@@ -17,7 +17,8 @@
 //! ids = [1]
 //! ```
 //!
-//! Rules get `SecRuleEngine On` prepended unless the case sets `engine = false`. `body`
+//! Rules get `SecRuleEngine On` prepended unless the case sets `engine = false`; `@DATA@`
+//! is replaced by the path of `tests/modsec_manual/data` (our own data and map files). `body`
 //! strings are TOML strings, so `\r\n` and `\u0000` escapes work.
 
 use std::path::{Path, PathBuf};
@@ -131,7 +132,8 @@ fn run_case(case: &Case) -> Result<(), String> {
         case.rules.clone()
     };
     // Rule files named relative to the cases directory (data files, unicode maps).
-    let rules = rules.replace("@CASES@", &cases_dir().display().to_string());
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modsec_manual/data");
+    let rules = rules.replace("@DATA@", &data.display().to_string());
     let built = Waf::builder().seclang("case.conf", rules).build();
     let waf = match (built, &case.load_error) {
         (Err(e), Some(want)) => {
@@ -273,6 +275,7 @@ class!(
     macros,
     refused,
     regex,
+    unicode,
     update,
     xml
 );
