@@ -12,6 +12,9 @@
 //!   shifted into `!`-`~`. This is ModSecurity with `SecUnicodeMapFile unicode.mapping 20127`
 //!   as in the CRS reference deployments, and what Coraza's vectors expect. Without a map
 //!   file ModSecurity v3 writes `x` for unmapped code points; the vectors want the low byte.
+//!   With `SecUnicodeMapFile FILE CODEPAGE` the compiler swaps in
+//!   `Transformation::UrlDecodeUniMapped`, which maps through that section of the file
+//!   instead of the built-in table (same low-byte rule for unmapped code points).
 //! - Invalid escapes are kept literally: a `%` not followed by two hex digits stays `%`, and
 //!   `%u` not followed by four hex digits stays `%u` (decoding resumes after the `u`).
 //! - Then the result is folded to Unicode NFKC (`nfkc.rs`), so fullwidth and other
