@@ -55,19 +55,29 @@ pub(crate) struct Rx {
     backtracking: Option<Box<Backtracking>>,
     /// Literals every match starts with (lower-cased), for the engine's prefilter.
     literals: Option<Vec<Vec<u8>>>,
+    /// The pattern as compiled, for a multi-pattern scanner that reads it the same way:
+    /// set when it compiled with Unicode off and every match is at least one byte long.
+    scan_pattern: Option<String>,
 }
 
 impl Rx {
     /// Compiles `pattern` with the linear-time engine only.
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
-        let regex = compile_pattern(pattern)?;
+        let (regex, unicode) = compile_with_mode(pattern)?;
         let rewritten = rewrite_braced_hex(pattern);
         let literals = super::rx_literals::required_literals(&rewritten, false);
+        let scan_pattern = (!unicode && never_empty(&rewritten)).then(|| rewritten.into_owned());
         Ok(Rx {
             regex,
             backtracking: None,
             literals,
+            scan_pattern,
         })
+    }
+
+    /// The pattern for a multi-pattern scanner (see the field), if it qualifies.
+    pub(crate) fn scan_pattern(&self) -> Option<&str> {
+        self.scan_pattern.as_deref()
     }
 
     /// Compiles `pattern`, falling back to the backtracking engine (bounded by
@@ -99,6 +109,8 @@ impl Rx {
             backtracking: Some(Box::new(backtracking)),
             // The literal analysis reads `regex-syntax`'s tree, which this pattern has not.
             literals: None,
+            // Nor may a scanner read it as a linear-engine pattern.
+            scan_pattern: None,
         })
     }
 
@@ -187,6 +199,26 @@ fn evaluate_backtracking(
 /// Compiles a SecLang regular expression with the flags described in the module docs. Also
 /// used by `@verifyCC` and `@verifySSN`.
 pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
+    compile_with_mode(pattern).map(|(regex, _)| regex)
+}
+
+/// Whether every match of `pattern` (already rewritten, read with Unicode off) is at least
+/// one byte long. `false` when unsure.
+fn never_empty(pattern: &str) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .dot_matches_new_line(true)
+        .multi_line(true)
+        .build()
+        .parse(pattern)
+        .ok()
+        .and_then(|hir| hir.properties().minimum_len())
+        .is_some_and(|n| n > 0)
+}
+
+/// [`compile_pattern`], and whether it needed Unicode mode.
+fn compile_with_mode(pattern: &str) -> Result<(Regex, bool), String> {
     let rewritten = rewrite_braced_hex(pattern);
     let build = |unicode: bool| {
         RegexBuilder::new(&rewritten)
@@ -197,10 +229,10 @@ pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
             .build()
     };
     match build(false) {
-        Ok(regex) => Ok(regex),
-        Err(ascii_error) => {
-            build(true).map_err(|_| format!("invalid regular expression: {ascii_error}"))
-        }
+        Ok(regex) => Ok((regex, false)),
+        Err(ascii_error) => build(true)
+            .map(|regex| (regex, true))
+            .map_err(|_| format!("invalid regular expression: {ascii_error}")),
     }
 }
 
