@@ -78,7 +78,7 @@ pub(crate) struct Scoring {
     streak: f64,
 }
 
-const KIND: u8 = b's';
+pub(crate) const KIND: u8 = b's';
 const POINTS_BITS: u32 = 40;
 const POINTS_MASK: u64 = (1 << POINTS_BITS) - 1;
 

@@ -54,6 +54,32 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Calls `f` for every unexpired entry whose key starts with `prefix` (admin use, not
     /// the request path).
     fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell));
+
+    /// Tells the store that the keys starting with `prefix` hold `kind` values, so that a
+    /// store shared by a fleet knows how to reconcile them (a GCRA bucket is reconciled
+    /// differently from a ban). Called by the policy when it is compiled, before any
+    /// request; a later call for the same prefix replaces the earlier one (a reload). The
+    /// in-memory store keeps every kind alike and ignores it.
+    fn declare(&self, prefix: &[u8], kind: ValueKind) {
+        let _ = (prefix, kind);
+    }
+}
+
+/// What a protection keeps in a [`Cell`], as told to [`Store::declare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ValueKind {
+    /// A GCRA bucket ([`super::rate_limit`]): `a` is the theoretical arrival time, and
+    /// every request the bucket counts moves it forward by `interval` nanoseconds (from
+    /// `now` when it lies in the past).
+    Gcra {
+        /// The emission interval, `period / rate`, in nanoseconds (at least 1).
+        interval: u64,
+    },
+    /// A ban ([`super::ban`]): `a` is when it ends, `b` the client's offences.
+    Ban,
+    /// A behaviour score ([`super::scoring`]): points and streak in `a`, last update in `b`.
+    Score,
 }
 
 /// Number of shards in [`MemoryStore`] (a power of two).
