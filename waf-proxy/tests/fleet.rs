@@ -24,13 +24,38 @@ use http::Request;
 use http_body_util::{BodyExt, Full};
 use redis_support::{RedisCluster, RedisServer};
 use util::{HttpClient, Proxy};
+use waf_core::host::TrustedProxies;
 
 /// The load phases measure counts over time: one fleet at a time on this machine.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// 50 requests a second, burst 5, per client IP; a request to `/trap` is blocked with 403,
-/// which scores 10 and bans the client for 2 s.
+/// which scores 10 and bans the client for 2 s. (The proxy's `[[host.*]]` sections.)
+const POLICY: &str = r#"
+[[rate_limit]]
+name = "all"
+requests = 50
+period_secs = 1
+burst = 5
+[[rules]]
+name = "trap"
+expression = 'http.request.uri.path == "/trap"'
+action = "block"
+[bans]
+ttl_secs = 2
+[scoring]
+threshold = 5
+streak = 0.0
+weights = { "403" = 10 }
+"#;
+
 fn config(upstream: &str, state: &str) -> String {
+    let policy = POLICY
+        .trim_start()
+        .replace("[[rate_limit]]", "[[host.rate_limit]]")
+        .replace("[[rules]]", "[[host.rules]]")
+        .replace("[bans]", "[host.bans]")
+        .replace("[scoring]", "[host.scoring]");
     format!(
         r#"[server]
 listen = ["127.0.0.1:0"]
@@ -47,22 +72,7 @@ servers = ["{upstream}"]
 names = ["*"]
 upstream = "app"
 waf = {{ mode = "off" }}
-[[host.rate_limit]]
-name = "all"
-requests = 50
-period_secs = 1
-burst = 5
-[[host.rules]]
-name = "trap"
-expression = 'http.request.uri.path == "/trap"'
-action = "block"
-[host.bans]
-ttl_secs = 2
-[host.scoring]
-threshold = 5
-streak = 0.0
-weights = {{ "403" = 10 }}
-[state]
+{policy}[state]
 {state}
 "#
     )
@@ -371,4 +381,145 @@ fn state_errors_point_at_the_key() {
     assert!(out.contains("is not a redis URL"), "{out}");
     let out = check("redis = \"redis://127.0.0.1:1\"\ncut_off = \"share\"\n");
     assert!(out.contains("needs nodes"), "{out}");
+}
+
+/// A node of the fleet that is not a proxy: an axum app behind waf-tower or an actix-web app
+/// behind waf-actix, with the same policy in the proxy's namespace (its host label, `*`).
+struct App {
+    http: std::net::SocketAddr,
+    _fleet: waf_redis::Fleet,
+}
+
+impl App {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.http)
+    }
+}
+
+fn fleet_store(redis: &RedisServer) -> (waf_redis::Fleet, std::sync::Arc<waf_redis::FleetStore>) {
+    let mut c = waf_redis::FleetConfig::new(vec![redis.url()]);
+    c.interval = Duration::from_millis(50);
+    let fleet = waf_redis::Fleet::start(c).unwrap();
+    let store = fleet.store("*");
+    (fleet, store)
+}
+
+fn trusted() -> TrustedProxies {
+    TrustedProxies::from_entries(["127.0.0.1"]).unwrap()
+}
+
+fn start_axum(redis: &RedisServer) -> App {
+    let (fleet, store) = fleet_store(redis);
+    let layer = waf_tower::WafLayer::builder(waf_core::Waf::builder().build().unwrap())
+        .trusted_proxies(trusted())
+        .fleet_policy(&toml::from_str(POLICY).unwrap(), store)
+        .unwrap()
+        .build();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().fallback(|| async { "ok" }).layer(layer);
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            axum::serve(
+                l,
+                app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .await
+            .unwrap();
+        });
+    });
+    App {
+        http: rx.recv().unwrap(),
+        _fleet: fleet,
+    }
+}
+
+fn start_actix(redis: &RedisServer) -> App {
+    use actix_web::{web, App as ActixApp, HttpResponse, HttpServer};
+    let (fleet, store) = fleet_store(redis);
+    let mw = waf_actix::Waf::builder(waf_core::Waf::builder().build().unwrap())
+        .trusted_proxies(trusted())
+        .fleet_policy(&toml::from_str(POLICY).unwrap(), store)
+        .unwrap()
+        .build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        actix_web::rt::System::new().block_on(async move {
+            HttpServer::new(move || {
+                ActixApp::new()
+                    .wrap(mw.clone())
+                    .default_service(web::route().to(|| async { HttpResponse::Ok().body("ok") }))
+            })
+            .workers(1)
+            .disable_signals()
+            .listen(listener)
+            .unwrap()
+            .run()
+            .await
+            .unwrap();
+        });
+    });
+    App {
+        http,
+        _fleet: fleet,
+    }
+}
+
+#[test]
+fn a_proxy_an_axum_app_and_an_actix_app_share_one_fleet() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let up = util::upstream();
+    let redis = RedisServer::start();
+    let state = format!("redis = {:?}\ninterval_ms = 50\n", redis.url());
+    let proxy = start_fleet("mixed", &up.addr.to_string(), &state, 1)
+        .pop()
+        .unwrap();
+    let axum = start_axum(&redis);
+    let actix = start_actix(&redis);
+    runtime().block_on(async {
+        let c = util::client();
+        wait_connected(&c, &[&proxy]).await;
+        let urls = [proxy.url("/"), axum.url("/"), actix.url("/")];
+        // The global limit over the three kinds of node.
+        let mut load = Load::default();
+        let start = Instant::now();
+        let step = Duration::from_secs(1) / 300;
+        let mut i = 0u32;
+        while start.elapsed() < Duration::from_secs(4) {
+            match status(&c, &urls[i as usize % 3], "198.51.100.6").await {
+                Some(200) => load.passed += 1,
+                Some(429) => load.limited += 1,
+                Some(_) => load.other += 1,
+                None => load.failed += 1,
+            }
+            i += 1;
+            if let Some(d) = (start + step * i).checked_duration_since(Instant::now()) {
+                tokio::time::sleep(d).await;
+            }
+        }
+        within(&load, 4.0, "proxy + axum + actix");
+        // A ban through the proxy holds in axum and actix within 1 s.
+        let client = "203.0.113.11";
+        assert_eq!(status(&c, &proxy.url("/trap"), client).await, Some(403));
+        let t0 = Instant::now();
+        for url in &urls[1..] {
+            while status(&c, url, client).await != Some(403) {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(1),
+                    "ban not enforced on {url}"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        eprintln!(
+            "ban from the proxy enforced in axum and actix after {:?}",
+            t0.elapsed()
+        );
+    });
 }
