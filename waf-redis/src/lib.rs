@@ -43,8 +43,14 @@
 //!   round, with a version counter every node reads each round; a ban made on one node is
 //!   enforced on every node within `interval + round trip` (well under the 1 s bound).
 //!   A ban's expiry needs no message: every copy ends at the same time.
-//! - **Not shared**: behaviour scores (each node scores the responses it sees; the ban a
-//!   score leads to is shared), lists, geo and reputation data (configuration, not state).
+//! - **Behaviour scores** (`[scoring]`): each node sends the points it added, Redis keeps
+//!   the fleet's decaying sum, and the node that sees it cross the threshold bans (a shared
+//!   ban) and resets it. The streak of consecutive 4xx answers stays per node.
+//! - A key this node changed within the last 2 s is *watched*: every round also fetches the
+//!   fleet's view of it, so that a client active here sees what the other nodes added
+//!   before its next request, not only after this node's next change.
+//! - **Not shared**: lists, geo and reputation data (configuration, not state: give every
+//!   node the same).
 //!
 //! # Accuracy
 //!
@@ -63,6 +69,13 @@
 //! that switches to a node it has not used for a while can get one burst there before the
 //! next round charges it. Clock skew between nodes moves a bucket by the skew (one Lua
 //! script compares the node's clock with the fleet's TAT): keep the nodes on NTP.
+//!
+//! # Cost
+//!
+//! One round per interval: a `GET` of the ban-list version, one `EVAL` per bucket or score
+//! changed or watched, the ban changes; a node sends about `(1 + keys active within 2 s) / τ`
+//! commands per second, whatever its request rate, at most
+//! [`DEFAULT_MAX_KEYS_PER_SYNC`] keys a round (the rest wait a round).
 //!
 //! # Failure policy
 //!

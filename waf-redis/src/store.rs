@@ -1,6 +1,6 @@
 //! [`FleetStore`]: the [`Store`] the protections see. Every answer comes from a local
 //! [`MemoryStore`]; on the side, the store notes what the fleet must learn (requests a
-//! rate-limit bucket counted, bans set or lifted) for the reconciliation task
+//! rate-limit bucket counted, points a score gained, bans set or lifted) for the reconciliation task
 //! ([`crate::sync`]) to send, and takes back what the fleet did.
 //!
 //! The request path pays one extra shard lock for a counted request or a changed ban, and
@@ -37,6 +37,38 @@ impl Status {
     }
 }
 
+/// A score change to publish: points added (thousandths), after a reset to zero when
+/// `reset` (the client crossed the threshold and was banned).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ScoreOp {
+    pub(crate) reset: bool,
+    pub(crate) add: f64,
+    pub(crate) half_life: u64,
+}
+
+impl ScoreOp {
+    /// `self`, then `later`.
+    fn then(self, later: ScoreOp) -> ScoreOp {
+        if later.reset {
+            later
+        } else {
+            ScoreOp {
+                reset: self.reset,
+                add: self.add + later.add,
+                half_life: later.half_life,
+            }
+        }
+    }
+}
+
+const POINTS_MASK: u64 = (1 << waf_core::policy::SCORE_POINTS_BITS) - 1;
+
+/// The points of a score cell at `now`, in thousandths.
+fn points_at(c: &Cell, now: u64, half_life: u64) -> f64 {
+    let age = now.saturating_sub(c.b) as f64;
+    (c.a & POINTS_MASK) as f64 * (-age / half_life.max(1) as f64 * std::f64::consts::LN_2).exp()
+}
+
 /// A ban change to publish.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BanOp {
@@ -52,6 +84,12 @@ struct Pending {
     hits: HashMap<Box<[u8]>, (u64, u64)>,
     /// Ban key -> the latest change.
     bans: HashMap<Box<[u8]>, BanOp>,
+    /// Score key -> what changed since the last reconciliation.
+    scores: HashMap<Box<[u8]>, ScoreOp>,
+    /// Keys changed here lately -> until when, and what they hold: each round also fetches
+    /// the fleet's view of these, so that this node sees what the others add to a client
+    /// it has just seen, before the client's next request.
+    watch: HashMap<Box<[u8]>, (u64, ValueKind)>,
 }
 
 /// What one reconciliation takes from a store.
@@ -61,6 +99,8 @@ pub(crate) struct Batch {
     pub(crate) hits: Vec<(Box<[u8]>, u64, u64)>,
     /// Ban changes.
     pub(crate) bans: Vec<(Box<[u8]>, BanOp)>,
+    /// Score changes.
+    pub(crate) scores: Vec<(Box<[u8]>, ScoreOp)>,
 }
 
 /// A [`Store`] for one namespace (one policy: a host of the proxy, one middleware) whose
@@ -69,8 +109,8 @@ pub(crate) struct Batch {
 ///
 /// Decisions are local: a rate-limit bucket is the local GCRA bucket, charged in the
 /// background with the requests the other nodes counted; a ban is the local copy of the
-/// fleet's ban list. Behaviour scores stay local (each node scores what it sees; the ban a
-/// score leads to is shared).
+/// fleet's ban list; a behaviour score is the fleet's decaying sum of the points every node
+/// added (the streak of 4xx answers stays per node).
 pub struct FleetStore {
     pub(crate) namespace: String,
     local: MemoryStore,
@@ -88,6 +128,20 @@ impl fmt::Debug for FleetStore {
             .field("namespace", &self.namespace)
             .field("local", &self.local)
             .finish()
+    }
+}
+
+/// How long a key changed here stays watched (2 s): a client active on this node within the
+/// last two seconds has its bucket and score kept in step with the fleet's every round.
+pub(crate) const WATCH_NS: u64 = 2_000_000_000;
+
+fn watch(p: &mut Pending, key: &[u8], now: u64, kind: ValueKind) {
+    let until = now.saturating_add(WATCH_NS);
+    match p.watch.get_mut(key) {
+        Some(e) => *e = (until, kind),
+        None => {
+            p.watch.insert(key.into(), (until, kind));
+        }
     }
 }
 
@@ -142,9 +196,10 @@ impl FleetStore {
         &self.pending[(h >> 7) & (SHARDS - 1)]
     }
 
-    fn note_hits(&self, key: &[u8], hits: u64, interval: u64) {
+    fn note_hits(&self, key: &[u8], hits: u64, interval: u64, now: u64) {
         self.counted.fetch_add(hits, Ordering::Relaxed);
         let mut p = lock(self.shard(key));
+        watch(&mut p, key, now, ValueKind::Gcra { interval });
         match p.hits.get_mut(key) {
             Some(e) => {
                 e.0 = e.0.saturating_add(hits);
@@ -156,16 +211,77 @@ impl FleetStore {
         }
     }
 
+    fn note_score(&self, key: &[u8], op: ScoreOp, now: u64) {
+        let mut p = lock(self.shard(key));
+        let half_life = op.half_life;
+        watch(&mut p, key, now, ValueKind::Score { half_life });
+        match p.scores.get_mut(key) {
+            Some(e) => *e = e.then(op),
+            None => {
+                p.scores.insert(key.into(), op);
+            }
+        }
+    }
+
+    /// The score change on `key` since the batch was taken.
+    pub(crate) fn pending_score(&self, key: &[u8]) -> Option<ScoreOp> {
+        lock(self.shard(key)).scores.get(key).copied()
+    }
+
+    /// Takes the fleet's score of `key` (thousandths of a point at `now`) into the local
+    /// one: the fleet's, plus what was added here since the batch was taken. The streak of
+    /// 4xx answers stays the node's own.
+    pub(crate) fn apply_score(&self, key: &[u8], half_life: u64, fleet: f64, now: u64) {
+        let since = self.pending_score(key);
+        if since.is_some_and(|s| s.reset) {
+            return; // reset here meanwhile: the next round tells the fleet
+        }
+        let target = (fleet + since.map_or(0.0, |s| s.add)).clamp(0.0, POINTS_MASK as f64) as u64;
+        self.local.update(key, now, &mut |c| {
+            let streak = c.map_or(0, |c| c.a & !POINTS_MASK);
+            if c.is_none() && target == 0 {
+                return None;
+            }
+            Some(Cell {
+                a: target | streak,
+                b: now,
+                expires: now.saturating_add(half_life.saturating_mul(16)),
+            })
+        });
+    }
+
     fn note_ban(&self, key: &[u8], op: BanOp) {
         lock(self.shard(key)).bans.insert(key.into(), op);
     }
 
-    /// Takes what is pending (at most `max_keys` rate keys; the rest waits).
-    pub(crate) fn take(&self, max_keys: usize) -> Batch {
+    /// Takes what is pending (at most `max_keys` rate keys; the rest waits), and a request
+    /// for the fleet's view of each key watched at `now` that has no change of its own.
+    pub(crate) fn take(&self, max_keys: usize, now: u64) -> Batch {
         let mut b = Batch::default();
         for shard in self.pending.iter() {
             let mut p = lock(shard);
+            let p = &mut *p;
+            p.watch.retain(|_, (until, _)| *until > now);
+            for (k, (_, kind)) in &p.watch {
+                match *kind {
+                    ValueKind::Gcra { interval } if !p.hits.contains_key(k) => {
+                        p.hits.insert(k.clone(), (0, interval));
+                    }
+                    ValueKind::Score { half_life } if !p.scores.contains_key(k) => {
+                        p.scores.insert(
+                            k.clone(),
+                            ScoreOp {
+                                reset: false,
+                                add: 0.0,
+                                half_life,
+                            },
+                        );
+                    }
+                    _ => {}
+                }
+            }
             b.bans.extend(p.bans.drain());
+            b.scores.extend(p.scores.drain());
             if b.hits.len() >= max_keys {
                 continue;
             }
@@ -194,6 +310,15 @@ impl FleetStore {
         for (k, op) in batch.bans {
             let mut p = lock(self.shard(&k));
             p.bans.entry(k).or_insert(op);
+        }
+        for (k, op) in batch.scores {
+            let mut p = lock(self.shard(&k));
+            match p.scores.get_mut(&k) {
+                Some(later) => *later = op.then(*later),
+                None => {
+                    p.scores.insert(k, op);
+                }
+            }
         }
     }
 
@@ -313,7 +438,34 @@ impl Store for FleetStore {
                     new
                 });
                 if hits > 0 {
-                    self.note_hits(key, hits, interval);
+                    self.note_hits(key, hits, interval, now);
+                }
+                out
+            }
+            Some(ValueKind::Score { half_life }) => {
+                let mut op = None;
+                let out = self.local.update(key, now, &mut |c| {
+                    let before = c.map_or(0.0, |c| points_at(&c, now, half_life));
+                    let new = f(c);
+                    let after = new.map_or(0.0, |n| points_at(&n, now, half_life));
+                    if after > before + 0.5 {
+                        op = Some(ScoreOp {
+                            reset: false,
+                            add: after - before,
+                            half_life,
+                        });
+                    } else if after + 0.5 < before {
+                        // Only a ban resets a score: start the fleet's again from `after`.
+                        op = Some(ScoreOp {
+                            reset: true,
+                            add: after,
+                            half_life,
+                        });
+                    }
+                    new
+                });
+                if let Some(op) = op {
+                    self.note_score(key, op, now);
                 }
                 out
             }
@@ -370,6 +522,12 @@ mod tests {
         let s = FleetStore::new("t".into(), 1000, status);
         s.declare(b"r\0\0", ValueKind::Gcra { interval: 10 });
         s.declare(b"b", ValueKind::Ban);
+        s.declare(
+            b"s",
+            ValueKind::Score {
+                half_life: 1_000_000,
+            },
+        );
         s
     }
 
@@ -392,9 +550,14 @@ mod tests {
         }
         // A read counts nothing.
         s.update(b"r\0\0k", 1000, &mut |c| c);
-        let b = s.take(100);
+        let b = s.take(100, 1000);
         assert_eq!(b.hits, vec![(b"r\0\0k".to_vec().into_boxed_slice(), 5, 10)]);
-        assert!(s.take(100).hits.is_empty());
+        // Then, while watched, a request for the fleet's view (no requests to charge).
+        assert_eq!(
+            s.take(100, 1000).hits,
+            vec![(b"r\0\0k".to_vec().into_boxed_slice(), 0, 10)]
+        );
+        assert!(s.take(100, 1000 + WATCH_NS).hits.is_empty());
         s.restore(b);
         hit(&s, b"r\0\0k", 1000);
         assert_eq!(s.pending_hits(b"r\0\0k"), 6);
@@ -404,7 +567,7 @@ mod tests {
     fn the_fleets_tat_fills_the_local_bucket() {
         let s = store(1, true);
         hit(&s, b"r\0\0k", 1000);
-        let _ = s.take(100);
+        let _ = s.take(100, 1000);
         hit(&s, b"r\0\0k", 1000); // during the round trip
         s.apply_tat(b"r\0\0k", 10, 1500, 1000);
         assert_eq!(s.local_tat(b"r\0\0k", 1000), 1510);
@@ -418,10 +581,44 @@ mod tests {
         let s = store(3, false);
         hit(&s, b"r\0\0k", 1000);
         assert_eq!(s.local_tat(b"r\0\0k", 1000), 1030);
-        assert_eq!(s.take(100).hits[0].1, 1, "the fleet is told one request");
+        assert_eq!(
+            s.take(100, 1000).hits[0].1,
+            1,
+            "the fleet is told one request"
+        );
         let local = store(3, true);
         hit(&local, b"r\0\0k", 1000);
         assert_eq!(local.local_tat(b"r\0\0k", 1000), 1010);
+    }
+
+    fn score(s: &FleetStore, key: &[u8], milli: u64, now: u64) {
+        s.update(key, now, &mut |_| {
+            Some(Cell {
+                a: milli,
+                b: now,
+                expires: now + 1_000_000,
+            })
+        });
+    }
+
+    #[test]
+    fn score_points_are_sent_as_additions_and_a_drop_as_a_reset() {
+        let s = store(1, true);
+        score(&s, b"sK", 2_000, 10);
+        score(&s, b"sK", 5_000, 10);
+        let b = s.take(10, 10);
+        assert_eq!(b.scores.len(), 1);
+        assert!(!b.scores[0].1.reset && (b.scores[0].1.add - 5_000.0).abs() < 1.0);
+        // The threshold was crossed: the score starts again from zero.
+        score(&s, b"sK", 0, 10);
+        let op = s.take(10, 10).scores[0].1;
+        assert!(op.reset && op.add == 0.0, "{op:?}");
+        // The fleet's view replaces the local points, the streak stays.
+        score(&s, b"sK", (3 << 40) | 1_000, 10);
+        let _ = s.take(10, 10);
+        s.apply_score(b"sK", 1_000_000, 7_000.0, 10);
+        let c = s.update(b"sK", 10, &mut |c| c).unwrap();
+        assert_eq!(c.a, (3 << 40) | 7_000);
     }
 
     #[test]
@@ -435,11 +632,11 @@ mod tests {
         s.update(b"bX", 1000, &mut |_| Some(cell));
         s.update(b"bX", 1000, &mut |c| c);
         assert_eq!(
-            s.take(10).bans,
+            s.take(10, 10).bans,
             vec![(b"bX".to_vec().into_boxed_slice(), BanOp::Set(cell))]
         );
         assert!(s.remove(b"bX"));
-        assert_eq!(s.take(10).bans[0].1, BanOp::Remove);
+        assert_eq!(s.take(10, 10).bans[0].1, BanOp::Remove);
     }
 
     #[test]
@@ -451,13 +648,13 @@ mod tests {
             expires: 9000,
         };
         s.update(b"bOld", 1000, &mut |_| Some(cell));
-        let _ = s.take(10);
+        let _ = s.take(10, 10);
         s.update(b"bNew", 1000, &mut |_| Some(cell)); // not yet published
         s.apply_bans(&[(b"bRemote".to_vec(), cell)], 1000);
         let mut keys: Vec<Vec<u8>> = s.local_bans(1000).into_iter().map(|(k, _)| k).collect();
         keys.sort();
         assert_eq!(keys, vec![b"bNew".to_vec(), b"bRemote".to_vec()]);
         // Applying a fleet ban is not itself a change to publish.
-        assert_eq!(s.take(10).bans.len(), 1);
+        assert_eq!(s.take(10, 10).bans.len(), 1);
     }
 }

@@ -10,6 +10,7 @@
 //! | key | type | holds |
 //! |---|---|---|
 //! | `{ns/NN}:r:<bucket key>` | string | the fleet's GCRA TAT of one bucket, microseconds since the epoch; expires when the bucket empties (+2 s) |
+//! | `{ns/NN}:s:<score key>` | string | a client's behaviour score, `"points time"` (thousandths, µs); decays with the half-life |
 //! | `{ns/bans}:h` | hash | bucket key of a ban -> `"end offences expires"` (nanoseconds) |
 //! | `{ns/bans}:v` | string | ban list version: incremented on every change |
 //!
@@ -31,6 +32,14 @@
 //! and the overshoot at any time is what the other nodes let through in one interval.
 //! `k` is capped at what is still in the local bucket, so requests counted during an outage
 //! that have since drained are not charged twice.
+//!
+//! # Reconciling a score
+//!
+//! A score is a sum of points that decays with its half-life, so it adds too: a node sends
+//! the points it added since the last round, Redis decays the fleet's score to now and adds
+//! them (a Lua script), and the node takes the fleet's score (plus what it added during the
+//! round trip) as its own. The node that sees the score cross the threshold bans the client
+//! (the ban is shared) and resets the fleet's score, as a single node resets its own.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -59,6 +68,29 @@ if tat < now then tat = now end
 tat = tat + n * t
 redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 2000)
 return math.floor(tat)
+";
+
+/// `KEYS[1]` a score; `ARGV`: now (µs), half-life (µs), points to add (thousandths), `1`
+/// to start from zero. Stored as `"points time"`; answers the points at `now`.
+const SCORE_LUA: &str = r"
+local now = tonumber(ARGV[1])
+local hl = tonumber(ARGV[2])
+local add = tonumber(ARGV[3])
+local s, t = 0, now
+local v = redis.call('GET', KEYS[1])
+if v and ARGV[4] ~= '1' then
+  local a, b = string.match(v, '^(%S+) (%S+)$')
+  s = tonumber(a) or 0
+  t = tonumber(b) or now
+end
+if t > now then t = now end
+s = s * math.pow(2, -(now - t) / hl) + add
+if s < 1 then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+redis.call('SET', KEYS[1], string.format('%.0f %.0f', s, now), 'PX', math.floor(hl * 16 / 1000) + 1000)
+return math.floor(s)
 ";
 
 /// `KEYS[1]` the ban hash, `KEYS[2]` its version; `ARGV`: field, value pairs. Only when
@@ -175,6 +207,12 @@ impl Names {
         k.extend_from_slice(key);
         k
     }
+    fn score(&self, key: &[u8]) -> Vec<u8> {
+        let mut k = self.head.clone();
+        k.extend_from_slice(format!("{:02}}}:s:", bucket(key)).as_bytes());
+        k.extend_from_slice(key);
+        k
+    }
     fn bans(&self) -> Vec<u8> {
         let mut k = self.head.clone();
         k.extend_from_slice(b"bans}:h");
@@ -256,6 +294,7 @@ enum Reply {
     Ignore,
     Version(usize),
     Tat(usize, usize),
+    Score(usize, usize),
 }
 
 /// The task body: runs until the [`crate::Fleet`] is dropped.
@@ -311,7 +350,7 @@ pub(crate) async fn run(shared: Weak<Shared>, cfg: FleetConfig) {
         let Some(c) = conn.as_mut() else { continue };
         let batches: Vec<Batch> = stores
             .iter()
-            .map(|s| s.take(DEFAULT_MAX_KEYS_PER_SYNC))
+            .map(|s| s.take(DEFAULT_MAX_KEYS_PER_SYNC, unix_nanos()))
             .collect();
         let result = tokio::time::timeout(
             cfg.timeout,
@@ -361,7 +400,6 @@ async fn round(
     let now = unix_nanos();
     let mut cmds: Vec<(u32, Cmd)> = Vec::new();
     let mut replies: Vec<Reply> = Vec::new();
-    let mut charged: Vec<Vec<u64>> = Vec::with_capacity(stores.len());
     for (si, (store, batch)) in stores.iter().zip(batches).enumerate() {
         let names = Names::new(&shared.config.prefix, &store.namespace);
         let ban_prefix = store.ban_prefix();
@@ -406,7 +444,6 @@ async fn round(
             replies.push(Reply::Version(si));
         }
         let now_us = now / 1_000;
-        let mut charges = Vec::with_capacity(batch.hits.len());
         for (hi, (key, hits, interval)) in batch.hits.iter().enumerate() {
             // Only what is still in the local bucket needs charging elsewhere.
             let level = store
@@ -414,7 +451,6 @@ async fn round(
                 .saturating_sub(now)
                 .div_ceil(*interval);
             let n = (*hits).min(level.max(1));
-            charges.push(n);
             let mut c = redis::cmd("EVAL");
             c.arg(GCRA_LUA)
                 .arg(1)
@@ -425,7 +461,18 @@ async fn round(
             cmds.push((bucket(key), c));
             replies.push(Reply::Tat(si, hi));
         }
-        charged.push(charges);
+        for (i, (key, op)) in batch.scores.iter().enumerate() {
+            let mut c = redis::cmd("EVAL");
+            c.arg(SCORE_LUA)
+                .arg(1)
+                .arg(names.score(key))
+                .arg(now_us)
+                .arg((op.half_life / 1_000).max(1))
+                .arg(format!("{:.0}", op.add.max(0.0)))
+                .arg(if op.reset { "1" } else { "0" });
+            cmds.push((bucket(key), c));
+            replies.push(Reply::Score(si, i));
+        }
     }
     shared
         .stats
@@ -445,6 +492,12 @@ async fn round(
                 let st = states.entry(stores[si].namespace.clone()).or_default();
                 if fresh || v != st.version {
                     refetch.push((si, v));
+                }
+            }
+            Reply::Score(si, i) => {
+                if let Some(points) = int(&value) {
+                    let (key, op) = &batches[si].scores[i];
+                    stores[si].apply_score(key, op.half_life, points.max(0) as f64, now);
                 }
             }
             Reply::Tat(si, hi) => {

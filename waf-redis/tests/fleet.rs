@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use support::{RedisCluster, RedisServer};
-use waf_core::{ConnectionInfo, RequestHead, Waf};
+use waf_core::{ConnectionInfo, RequestHead, ResponseHead, Waf};
 use waf_redis::{CutOff, Fleet, FleetConfig, FleetStore};
 
 const POLICY: &str = r#"
@@ -171,4 +171,145 @@ fn cut_off_local_keeps_the_limit_and_share_divides_it() {
     assert!((45..=60).contains(&s), "share {s}");
     assert!(!fl.stats().connected && fl.stats().failures > 0);
     assert!(fs.stats().outages == 1, "{:?}", fs.stats());
+}
+
+#[test]
+fn a_stalled_redis_counts_as_down_and_no_request_waits() {
+    let redis = RedisServer::start();
+    let (fleet, waf) = node(vec![redis.url()], false, CutOff::Share, 2);
+    wait_connected(&[&fleet]);
+    // DEBUG SLEEP blocks the whole server: every round times out (250 ms).
+    let port = redis.port;
+    let stall = std::thread::spawn(move || support::cli(port, &["DEBUG", "SLEEP", "1.5"]));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !fleet.stats().connected,
+        "a stalled redis is down: {:?}",
+        fleet.stats()
+    );
+    let client: IpAddr = "198.51.100.9".parse().unwrap();
+    let mut slowest = Duration::ZERO;
+    let mut passed = 0;
+    for _ in 0..500 {
+        let t = Instant::now();
+        passed += u32::from(allowed(&waf, client));
+        slowest = slowest.max(t.elapsed());
+    }
+    // Decisions are local (and, cut off with `share`, each request weighs 2: burst 5 / 2).
+    assert!(
+        slowest < Duration::from_millis(50),
+        "a request waited {slowest:?}"
+    );
+    assert!((1..=5).contains(&passed), "{passed} passed while cut off");
+    stall.join().unwrap();
+    wait_connected(&[&fleet]);
+    assert_eq!(fleet.stats().outages, 1, "{:?}", fleet.stats());
+}
+
+#[test]
+fn bad_configs_are_refused_before_a_thread_starts() {
+    let ok = FleetConfig::new(vec!["redis://127.0.0.1:6379".into()]);
+    assert_eq!(ok.validate(), Ok(()));
+    let cases: Vec<(FleetConfig, &str)> = vec![
+        (FleetConfig::new(vec![]), "no redis server"),
+        (
+            FleetConfig::new(vec!["redis://a:1".into(), "redis://b:1".into()]),
+            "set cluster = true",
+        ),
+        (
+            FleetConfig::new(vec!["http://x".into()]),
+            "is not a redis URL",
+        ),
+        (
+            FleetConfig {
+                interval: Duration::from_millis(5),
+                ..ok.clone()
+            },
+            "interval 5 ms",
+        ),
+        (
+            FleetConfig {
+                cut_off: CutOff::Share,
+                ..ok.clone()
+            },
+            "at least 2",
+        ),
+        (
+            FleetConfig {
+                prefix: "a{b".into(),
+                ..ok.clone()
+            },
+            "prefix",
+        ),
+    ];
+    for (c, want) in cases {
+        let e = Fleet::start(c.clone()).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains(want), "{c:?}: {e}");
+    }
+}
+
+/// A request from `client` through `waf` answered with `status` (scored at the end).
+fn answered(waf: &Waf, client: IpAddr, status: u16) {
+    let conn = ConnectionInfo::new(
+        SocketAddr::new(client, 40000),
+        "127.0.0.1:80".parse().unwrap(),
+    );
+    let mut tx = waf.transaction(&conn, SystemTime::now());
+    let headers: [(&[u8], &[u8]); 1] = [(b"host", b"app")];
+    let _ = tx.request_headers(&RequestHead::new(b"GET", b"/x", b"HTTP/1.1", &headers));
+    let _ = tx.response_headers(&ResponseHead::new(status, b"HTTP/1.1", &[]));
+    let _ = tx.finish();
+}
+
+#[test]
+fn scores_add_up_over_the_fleet() {
+    let redis = RedisServer::start();
+    let policy = r#"
+[bans]
+ttl_secs = 600
+[scoring]
+threshold = 10
+streak = 0.0
+half_life_secs = 600
+weights = { "404" = 2 }
+"#;
+    let make = || {
+        let mut c = FleetConfig::new(vec![redis.url()]);
+        c.interval = Duration::from_millis(20);
+        let fleet = Fleet::start(c).unwrap();
+        let waf = Waf::builder()
+            .policy(toml::from_str(policy).unwrap())
+            .policy_store(fleet.store("app"))
+            .build()
+            .unwrap();
+        (fleet, waf)
+    };
+    let (fa, a) = make();
+    let (fb, b) = make();
+    wait_connected(&[&fa, &fb]);
+    // Six 404s, three on each node: 12 points for the fleet, 6 (no ban) on either alone.
+    let scanner: IpAddr = "198.51.100.20".parse().unwrap();
+    for i in 0..6 {
+        answered(if i % 2 == 0 { &a } else { &b }, scanner, 404);
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    let t0 = Instant::now();
+    for w in [&a, &b] {
+        while allowed(w, scanner) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(1),
+                "the fleet's score did not ban"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    assert_eq!(a.bans(SystemTime::now()).len(), 1);
+    // A client with three 404s in all is banned nowhere.
+    let user: IpAddr = "198.51.100.21".parse().unwrap();
+    for i in 0..3 {
+        answered(if i % 2 == 0 { &a } else { &b }, user, 404);
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(allowed(&a, user) && allowed(&b, user));
 }

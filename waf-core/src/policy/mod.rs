@@ -81,7 +81,7 @@ pub use rate_limit::RateLimitConfig;
 pub use reputation::ReputationConfig;
 pub use rules::{AllowSkip, RuleAction, RuleConfig, RuleIdSpec};
 pub use scoring::ScoringConfig;
-pub use state::{Cell, MemoryStore, Store, ValueKind, SHARDS};
+pub use state::{Cell, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS};
 
 use expr::fields::{Context, FieldRef};
 use rate_limit::{Check, RateLimit};
@@ -328,8 +328,10 @@ impl Policy {
         if self.bans.is_some() {
             self.store.declare(&[ban::KIND], ValueKind::Ban);
         }
-        if self.scoring.is_some() {
-            self.store.declare(&[scoring::KIND], ValueKind::Score);
+        if let Some(s) = &self.scoring {
+            let half_life = s.half_life_ns();
+            self.store
+                .declare(&[scoring::KIND], ValueKind::Score { half_life });
         }
     }
 

@@ -78,9 +78,18 @@ pub enum ValueKind {
     },
     /// A ban ([`super::ban`]): `a` is when it ends, `b` the client's offences.
     Ban,
-    /// A behaviour score ([`super::scoring`]): points and streak in `a`, last update in `b`.
-    Score,
+    /// A behaviour score ([`super::scoring`]): the low [`SCORE_POINTS_BITS`] bits of `a`
+    /// hold the points in thousandths, the bits above them the client's current streak of
+    /// 4xx answers; `b` is the time of the last update. The points halve every
+    /// `half_life` nanoseconds.
+    Score {
+        /// The half-life of a score, in nanoseconds.
+        half_life: u64,
+    },
 }
+
+/// Bits of a score cell's `a` that hold its points ([`ValueKind::Score`]).
+pub const SCORE_POINTS_BITS: u32 = 40;
 
 /// Number of shards in [`MemoryStore`] (a power of two).
 pub const SHARDS: usize = 64;

@@ -56,6 +56,8 @@ impl RedisServer {
         let mut cmd = Command::new(which("redis-server"));
         cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            // DEBUG SLEEP: a Redis that stalls.
+            .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(&self.dir);
         if self.cluster {
