@@ -217,11 +217,15 @@ pub fn metrics(out: &mut String) {
          waf_proxy_fleet_outages_total {}\n\
          # HELP waf_proxy_fleet_commands_total Redis commands sent.\n\
          # TYPE waf_proxy_fleet_commands_total counter\n\
-         waf_proxy_fleet_commands_total {}\n",
+         waf_proxy_fleet_commands_total {}\n\
+         # HELP waf_proxy_fleet_dropped_total Changes kept local because too many keys were pending.\n\
+         # TYPE waf_proxy_fleet_dropped_total counter\n\
+         waf_proxy_fleet_dropped_total {}\n",
         u8::from(s.connected),
         s.rounds,
         s.failures,
         s.outages,
-        s.commands
+        s.commands,
+        s.dropped
     ));
 }

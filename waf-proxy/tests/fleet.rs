@@ -264,9 +264,11 @@ fn one_redis_three_proxies() {
 
         ban_spreads_and_expires(&c, &all, "203.0.113.9").await;
 
-        // Redis down: nothing fails, and with `share` each node allows a third.
-        redis.kill();
-        let load = spread(&c, &all, "198.51.100.2", 300, 3.0).await;
+        // Redis killed mid-run: nothing fails, and with `share` each node allows a third.
+        let (load, ()) = tokio::join!(spread(&c, &all, "198.51.100.2", 300, 3.0), async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            redis.kill();
+        });
         eprintln!("redis down: {load:?}");
         assert_eq!(
             load.failed + load.other,

@@ -29,6 +29,11 @@ pub const DEFAULT_TAG_BUCKETS: u32 = 16;
 /// Most rate-limit keys sent in one reconciliation per namespace; the rest stay pending
 /// for the next one. Bounds the size of a pipeline (about 150 bytes a key) to ~1.5 MB.
 pub const DEFAULT_MAX_KEYS_PER_SYNC: usize = 10_000;
+/// Most keys with changes waiting to be sent, per namespace (and as many watched keys).
+/// While Redis is down nothing is sent, so a flood of new clients would otherwise grow the
+/// pending maps without bound; past this, changes to new keys stay local only (counted in
+/// `FleetStats::dropped`). About 100 bytes a key: ~10 MB at worst.
+pub const DEFAULT_MAX_PENDING_KEYS: usize = 100_000;
 /// Default number of keys held in the local store of each namespace (as
 /// `waf_core::limits::DEFAULT_POLICY_STATE_KEYS`).
 pub const DEFAULT_LOCAL_KEYS: usize = waf_core::limits::DEFAULT_POLICY_STATE_KEYS;

@@ -106,8 +106,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 pub use config::{
     CutOff, FleetConfig, FleetError, DEFAULT_INTERVAL_MS, DEFAULT_LOCAL_KEYS,
-    DEFAULT_MAX_KEYS_PER_SYNC, DEFAULT_TAG_BUCKETS, DEFAULT_TIMEOUT_MS, MAX_BACKOFF_MS,
-    MAX_INTERVAL_MS, MAX_NODES, MIN_BACKOFF_MS, MIN_INTERVAL_MS,
+    DEFAULT_MAX_KEYS_PER_SYNC, DEFAULT_MAX_PENDING_KEYS, DEFAULT_TAG_BUCKETS, DEFAULT_TIMEOUT_MS,
+    MAX_BACKOFF_MS, MAX_INTERVAL_MS, MAX_NODES, MIN_BACKOFF_MS, MIN_INTERVAL_MS,
 };
 pub use store::FleetStore;
 
@@ -137,8 +137,12 @@ pub struct FleetStats {
     pub outages: u64,
     /// Connections made (the first and every reconnection).
     pub connects: u64,
-    /// Redis commands sent.
+    /// Redis commands sent (a script counts as one; Redis's `INFO commandstats` also
+    /// counts the commands a script runs).
     pub commands: u64,
+    /// Changes kept local because [`DEFAULT_MAX_PENDING_KEYS`] keys were already pending
+    /// (a flood of new clients while Redis was down).
+    pub dropped: u64,
 }
 
 /// What the handle and the thread share.
@@ -237,6 +241,12 @@ impl Fleet {
             outages: s.outages.load(Ordering::Relaxed),
             connects: s.connects.load(Ordering::Relaxed),
             commands: s.commands.load(Ordering::Relaxed),
+            dropped: self
+                .shared
+                .live_stores()
+                .iter()
+                .map(|s| s.dropped.load(Ordering::Relaxed))
+                .sum(),
         }
     }
 

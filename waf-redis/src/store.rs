@@ -120,6 +120,8 @@ pub struct FleetStore {
     pub(crate) status: Arc<Status>,
     /// Requests counted locally (for the accuracy figures).
     counted: AtomicU64,
+    /// Changes kept local because too many keys were pending.
+    pub(crate) dropped: AtomicU64,
 }
 
 impl fmt::Debug for FleetStore {
@@ -135,13 +137,18 @@ impl fmt::Debug for FleetStore {
 /// last two seconds has its bucket and score kept in step with the fleet's every round.
 pub(crate) const WATCH_NS: u64 = 2_000_000_000;
 
+/// Pending or watched keys per shard ([`crate::DEFAULT_MAX_PENDING_KEYS`] over the shards).
+const PER_SHARD: usize = crate::config::DEFAULT_MAX_PENDING_KEYS.div_ceil(SHARDS);
+
 fn watch(p: &mut Pending, key: &[u8], now: u64, kind: ValueKind) {
     let until = now.saturating_add(WATCH_NS);
+    let room = p.watch.len() < PER_SHARD;
     match p.watch.get_mut(key) {
         Some(e) => *e = (until, kind),
-        None => {
+        None if room => {
             p.watch.insert(key.into(), (until, kind));
         }
+        None => {}
     }
 }
 
@@ -161,6 +168,7 @@ impl FleetStore {
             hasher: RandomState::new(),
             status,
             counted: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
         }
     }
 
@@ -200,13 +208,17 @@ impl FleetStore {
         self.counted.fetch_add(hits, Ordering::Relaxed);
         let mut p = lock(self.shard(key));
         watch(&mut p, key, now, ValueKind::Gcra { interval });
+        let room = p.hits.len() < PER_SHARD;
         match p.hits.get_mut(key) {
             Some(e) => {
                 e.0 = e.0.saturating_add(hits);
                 e.1 = interval;
             }
-            None => {
+            None if room => {
                 p.hits.insert(key.into(), (hits, interval));
+            }
+            None => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -215,10 +227,14 @@ impl FleetStore {
         let mut p = lock(self.shard(key));
         let half_life = op.half_life;
         watch(&mut p, key, now, ValueKind::Score { half_life });
+        let room = p.scores.len() < PER_SHARD;
         match p.scores.get_mut(key) {
             Some(e) => *e = e.then(op),
-            None => {
+            None if room => {
                 p.scores.insert(key.into(), op);
+            }
+            None => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }

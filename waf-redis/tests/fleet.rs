@@ -196,8 +196,9 @@ fn a_stalled_redis_counts_as_down_and_no_request_waits() {
         slowest = slowest.max(t.elapsed());
     }
     // Decisions are local (and, cut off with `share`, each request weighs 2: burst 5 / 2).
+    // A request that waited on the stalled Redis would take up to its 1.5 s.
     assert!(
-        slowest < Duration::from_millis(50),
+        slowest < Duration::from_millis(500),
         "a request waited {slowest:?}"
     );
     assert!((1..=5).contains(&passed), "{passed} passed while cut off");
