@@ -8,6 +8,8 @@
 #
 #   benches/load/fleet.sh                     # GET, 10 s per measurement, twice each
 #   DURATION=5s ROUNDS=3 INTERVAL_MS=50 benches/load/fleet.sh
+#   CALLGRIND=1 benches/load/fleet.sh         # instead: instructions per request of both
+#                                             # variants (load/callgrind-proxy.sh, GET)
 #
 # Target (issue 15): the fleet variant at most 5 % fewer req/s than local-only, p99 within
 # 10 %. The commands: a sampler reads redis `INFO commandstats` every second during the
@@ -60,6 +62,21 @@ done
   done
 ) >"$WORK/samples" &
 SAMPLER_PID=$!
+
+if [ -n "${CALLGRIND:-}" ]; then
+  # Instructions per request (all threads, the reconciliation thread included: under
+  # valgrind the proxy serves ~50 times fewer requests per second while the thread still
+  # runs every interval, so its share per request is an upper bound).
+  for extra in "" "[state]
+redis = \"redis://127.0.0.1:$REDIS_PORT\"
+interval_ms = $INTERVAL_MS"; do
+    echo "== fleet: ${extra:+with [state]}${extra:-local only}"
+    EXTRA_TOML="$extra" MODE=protected SCENARIOS=get OUT_DIR="$WORK/cg${extra:+-fleet}" \
+      "$ROOT/benches/load/callgrind-proxy.sh"
+  done
+  echo "redis calls: $(redis-cli -p "$REDIS_PORT" INFO commandstats | grep -E '^cmdstat_(eval|get):' | tr '\n' ' ')"
+  exit 0
+fi
 
 # The two variants: run.sh's proxy-protected, and the same with [state] after the policy's
 # top-level tables ([[list]], [geo]).
