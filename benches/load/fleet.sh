@@ -70,7 +70,7 @@ if [ -n "${CALLGRIND:-}" ]; then
   for extra in "" "[state]
 redis = \"redis://127.0.0.1:$REDIS_PORT\"
 interval_ms = $INTERVAL_MS"; do
-    echo "== fleet: ${extra:+with [state]}${extra:-local only}"
+    if [ -n "$extra" ]; then echo "== fleet: with [state]"; else echo "== fleet: local only"; fi
     EXTRA_TOML="$extra" MODE=protected SCENARIOS=get OUT_DIR="$WORK/cg${extra:+-fleet}" \
       "$ROOT/benches/load/callgrind-proxy.sh"
   done
