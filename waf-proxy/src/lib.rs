@@ -30,6 +30,7 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod edge;
+pub mod fleet;
 pub mod headers;
 pub mod health;
 pub mod log;

@@ -231,7 +231,8 @@ pub fn attach(waf: Waf, policy: Option<&PolicyConfig>, label: &str) -> Result<Wa
         return Ok(waf);
     };
     let mut stores = stores().lock().unwrap_or_else(|e| e.into_inner());
-    let store = stores.get(label).cloned();
+    // With `[state]`, the fleet's store of this host (the same one across reloads).
+    let store = crate::fleet::store(label).or_else(|| stores.get(label).cloned());
     let waf = waf.with_policy(config, store).map_err(|e| e.to_string())?;
     stores.insert(label.to_string(), waf.policy_store());
     Ok(waf)
@@ -341,6 +342,7 @@ pub fn metrics(state: &State, out: &mut String) {
             h.waf.bans(SystemTime::now()).len()
         ));
     }
+    crate::fleet::metrics(out);
 }
 
 /// Re-reads changed list files and databases of the running state every `every`, on a

@@ -81,7 +81,7 @@ pub use rate_limit::RateLimitConfig;
 pub use reputation::ReputationConfig;
 pub use rules::{AllowSkip, RuleAction, RuleConfig, RuleIdSpec};
 pub use scoring::ScoringConfig;
-pub use state::{Cell, MemoryStore, Store, SHARDS};
+pub use state::{Cell, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS};
 
 use expr::fields::{Context, FieldRef};
 use rate_limit::{Check, RateLimit};
@@ -315,7 +315,24 @@ impl Policy {
             }),
         };
         policy.check_sources(config)?;
+        policy.declare_kinds();
         Ok(policy)
+    }
+
+    /// Tells the store what each key prefix holds ([`Store::declare`]).
+    fn declare_kinds(&self) {
+        for rl in &self.rate_limits {
+            let (prefix, kind) = rl.kind();
+            self.store.declare(&prefix, kind);
+        }
+        if self.bans.is_some() {
+            self.store.declare(&[ban::KIND], ValueKind::Ban);
+        }
+        if let Some(s) = &self.scoring {
+            let half_life = s.half_life_ns();
+            self.store
+                .declare(&[scoring::KIND], ValueKind::Score { half_life });
+        }
     }
 
     /// Fields that would always read empty are errors: an option without effect.
