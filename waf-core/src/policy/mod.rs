@@ -52,6 +52,7 @@
 mod ban;
 mod error;
 pub(crate) mod expr;
+pub mod gate;
 mod gcra;
 mod geo;
 mod list;
