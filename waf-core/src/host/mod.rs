@@ -22,7 +22,7 @@
 //! - [`HostOptions`], [`OverLimit`] and [`over_limit`]: the options every adapter takes,
 //!   and the intervention a body over its limit gets.
 
-mod block_page;
+pub(crate) mod block_page;
 mod client_addr;
 mod finisher;
 mod head;
