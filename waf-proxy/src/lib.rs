@@ -33,6 +33,7 @@ pub mod edge;
 pub mod headers;
 pub mod health;
 pub mod log;
+pub mod mail;
 pub mod metrics;
 pub mod policy;
 pub mod profile;
