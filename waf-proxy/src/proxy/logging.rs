@@ -231,6 +231,13 @@ impl Finish {
             header::CONTENT_TYPE,
             HeaderValue::from_static(page.content_type),
         );
+        if page.content_type.starts_with("text/html") {
+            // The page's own inline style, whatever the host's CSP says.
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(host::pages::PAGE_CSP),
+            );
+        }
         let mut body = page.body;
         if let Some(tx) = &self.tx {
             crate::policy::edit_block(tx.policy_effects(), &mut headers, &mut body);

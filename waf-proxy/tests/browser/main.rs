@@ -63,6 +63,8 @@ expression = 'http.request.uri.path == "/blocked"'
 action = "block"
 "#
     );
+    // A strict CSP on the host: the pages carry their own.
+    let host = format!("headers = {{ csp = \"default-src 'self'\" }}\n{host}");
     let proxy = Proxy::start(&dir, &config(&[up.addr.to_string()], &rules, "", &host));
     let driver = Driver::start().await;
     // The page while it works: a high difficulty, and a browser that does not wait for

@@ -16,6 +16,12 @@
 
 mod strings;
 
+/// The `Content-Security-Policy` to send with a page: its inline style and script only,
+/// nothing from elsewhere, forms back to this site, no framing. A host's own (stricter or
+/// looser) CSP would either break the page or allow more than it needs, so a page carries
+/// this one instead.
+pub const PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

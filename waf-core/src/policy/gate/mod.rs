@@ -199,6 +199,10 @@ impl GateAnswer {
             Body::Empty => String::new(),
             Body::Page { pages, kind, vars } => {
                 headers.push(("content-type", "text/html; charset=utf-8".into()));
+                headers.push((
+                    "content-security-policy",
+                    crate::host::pages::PAGE_CSP.into(),
+                ));
                 let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
                 pages.0.render(*kind, self.status, request_id, &vars)
             }
