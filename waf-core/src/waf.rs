@@ -1,5 +1,6 @@
 //! [`Waf`]: a compiled rule set, and [`WafBuilder`], which makes one.
 
+use crate::compile::ScanBackend;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -261,6 +262,7 @@ pub struct WafBuilder {
     store: Option<Arc<dyn policy::Store>>,
     exclusions: Vec<Exclusion>,
     reference: bool,
+    backend: ScanBackend,
 }
 
 #[derive(Debug)]
@@ -321,6 +323,15 @@ impl WafBuilder {
         self
     }
 
+    /// Chooses the multi-pattern engine of the prefilter (by default [`ScanBackend::Auto`],
+    /// the pure-Rust literal scanner, measured faster on CRS). Which rules match never
+    /// depends on it. [`ScanBackend::Hyperscan`] in a
+    /// build without the feature makes [`WafBuilder::build`] fail rather than run without it.
+    pub fn scan_backend(mut self, backend: ScanBackend) -> Self {
+        self.backend = backend;
+        self
+    }
+
     /// Test oracle only: evaluates every rule the straightforward way (every value of every
     /// target through its transformations and operator; no prefilter, no cached
     /// transformations, no skipped rules). It gives the same results as the default, more
@@ -359,7 +370,15 @@ impl WafBuilder {
         }
         let (after, path_exclusions) = compile::exclusion::lower(&self.exclusions)?;
         directives.extend(after);
-        let mut program = compile::compile(&directives)?;
+        if self.backend == ScanBackend::Hyperscan && !ScanBackend::HYPERSCAN_AVAILABLE {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                None,
+                "the Hyperscan scan back-end was asked for, but this build has no `hyperscan` \
+                 feature (build waf-core with `--features hyperscan` and libhs installed)",
+            ));
+        }
+        let mut program = compile::compile(&directives, self.backend)?;
         program.warn_unmatched(&path_exclusions);
         program.reference = self.reference;
         program.path_exclusions = path_exclusions;
