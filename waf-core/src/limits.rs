@@ -69,3 +69,22 @@ pub const DEFAULT_EXPRESSION_REGEX_SIZE: usize = 1 << 20;
 /// Eviction forgets a client's counters: an attacker who rotates more keys than this can
 /// reset its own bucket, so size it above the number of clients you expect per window.
 pub const DEFAULT_POLICY_STATE_KEYS: usize = 1_000_000;
+
+/// Longest signed cookie value or form token ([`crate::policy::gate`]) that is verified, in
+/// bytes. A longer one is refused before any MAC is computed, so a forged token costs a
+/// bounded amount of work.
+pub const DEFAULT_MAX_TOKEN_LEN: usize = 1024;
+
+/// Largest request body a gate endpoint (challenge answer, sign-in form) reads, in bytes;
+/// the host answers 413 past it. The forms are a few hundred bytes.
+pub const DEFAULT_GATE_FORM_LEN: usize = 8 * 1024;
+
+/// Most proof-of-work difficulty (leading zero bits of SHA-256) a challenge may ask for.
+/// Each bit doubles the client's expected work: 24 bits is about 16 million hashes, several
+/// seconds on a phone.
+pub const DEFAULT_MAX_POW_DIFFICULTY: u8 = 24;
+
+/// Largest waiting-room capacity. Admitting a visitor looks for a free slot among the
+/// room's `capacity` slots in the state store (on the waiting path only; an admitted
+/// visitor's request touches one slot), so this bounds that walk.
+pub const DEFAULT_MAX_QUEUE_CAPACITY: u32 = 100_000;

@@ -151,6 +151,9 @@ pub struct RawConfig {
     /// Fleet state on Redis (`crate::fleet`).
     #[serde(default)]
     pub state: Option<crate::fleet::RawState>,
+    /// The mail relay that sends sign-in codes (`[smtp]`, `crate::mail`).
+    #[serde(default)]
+    pub smtp: Option<crate::mail::RawSmtp>,
 }
 
 /// `[server]`.
@@ -433,6 +436,9 @@ pub struct RawHost {
     /// Behaviour scoring (`[host.scoring]`).
     #[serde(default)]
     pub scoring: Option<waf_core::policy::ScoringConfig>,
+    /// Challenges, waiting rooms and sign-in (`[host.gates]`, `waf_core::policy::gate`).
+    #[serde(default)]
+    pub gates: Option<waf_core::policy::gate::GateConfig>,
 }
 
 /// `tls = { cert, key }`.
@@ -663,6 +669,8 @@ pub struct Config {
     pub hosts: Vec<HostConfig>,
     /// Rate limits and bans shared with a fleet through Redis (`[state]`), if configured.
     pub state: Option<waf_redis::FleetConfig>,
+    /// The mail relay for sign-in codes.
+    pub smtp: Option<crate::mail::Smtp>,
 }
 
 /// Where log lines go.
@@ -1121,14 +1129,25 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         let mut defaults = 0;
         let shared_policy =
             crate::policy::SharedPolicy::new(raw.lists, raw.geo, raw.reputation, &base);
+        let smtp = raw
+            .smtp
+            .map(|r| crate::mail::Smtp::try_from(r).map_err(|e| errs.push("smtp", e)))
+            .and_then(Result::ok);
         for (i, h) in raw.hosts.into_iter().enumerate() {
             let key = format!("host[{i}]");
+            if h.gates.as_ref().is_some_and(|g| g.sign_in.is_some()) && smtp.is_none() {
+                errs.push(
+                    format!("{key}.gates.sign_in"),
+                    "sign-in sends codes by mail: add an [smtp] section",
+                );
+            }
             let policy = crate::policy::host_policy(
                 &shared_policy,
                 h.rules,
                 h.rate_limit,
                 h.bans,
                 h.scoring,
+                h.gates,
                 &base,
             )
             .unwrap_or_else(|e| {
@@ -1329,6 +1348,7 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             upstreams,
             hosts,
             state: None,
+            smtp,
         })
     }
 }

@@ -34,6 +34,7 @@ pub mod fleet;
 pub mod headers;
 pub mod health;
 pub mod log;
+pub mod mail;
 pub mod metrics;
 pub mod policy;
 pub mod profile;
