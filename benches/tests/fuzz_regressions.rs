@@ -205,3 +205,34 @@ fn injection() {
     assert!(waf_injection::detect_sqli(&input(&all, "sqli-tautology")).is_some());
     assert!(waf_injection::detect_sqli(&input(&all, "benign")).is_none());
 }
+
+#[test]
+fn xpath() {
+    let all = inputs("xpath");
+    let (mut matched, mut refused) = (0, 0);
+    for (name, data) in &all {
+        let (expr, doc) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => (&data[..i], &data[i + 1..]),
+            None => (&data[..], &b"<a b='c'><d>e</d></a>"[..]),
+        };
+        match waf_core::internal::xpath(&String::from_utf8_lossy(expr), doc) {
+            Ok(n) => matched += usize::from(n > 0),
+            Err(e) => {
+                assert!(!e.is_empty(), "{name}: an error says why");
+                refused += 1;
+            }
+        }
+    }
+    // Valid expressions that select something and refused ones: both paths ran.
+    assert!(
+        matched > 0 && refused > 0,
+        "{matched} matched, {refused} refused"
+    );
+    let attr = input(&all, "attribute.txt");
+    let i = attr.iter().position(|&b| b == b'\n').unwrap();
+    assert_eq!(
+        waf_core::internal::xpath("//a/@b", &attr[i + 1..]),
+        Ok(1),
+        "one attribute selected"
+    );
+}

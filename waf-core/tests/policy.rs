@@ -1090,3 +1090,16 @@ fn fuzz_regression_inputs_load_or_fail_with_a_location() {
     }
     assert!(n >= 3);
 }
+
+/// Hosts that do not serve the gates' pages refuse a policy with `[gates]` at load, naming
+/// themselves, instead of answering a gate with a bare status.
+#[test]
+fn hosts_without_gate_pages_refuse_gates() {
+    let with: PolicyConfig =
+        toml::from_str("[gates]\nkeys = [\"a test key of at least thirty-two bytes\"]\n").unwrap();
+    let err = waf_core::policy::check_gates_served(&with, "waf-tower").unwrap_err();
+    assert!(err.to_string().contains("waf-tower"), "{err}");
+    assert!(err.to_string().contains("[gates]"), "{err}");
+    let without: PolicyConfig = toml::from_str("").unwrap();
+    assert!(waf_core::policy::check_gates_served(&without, "waf-tower").is_ok());
+}

@@ -167,6 +167,12 @@ pub unsafe extern "C" fn waf_builder_policy_file(
             }
         };
         config.resolve_paths(path.parent().unwrap_or(std::path::Path::new(".")));
+        if let Err(e) =
+            waf_core::policy::check_gates_served(&config, "the C ABI (and nginx module)")
+        {
+            set_last_error(format!("{}: {e}", path.display()));
+            return WafStatus::RulesError;
+        }
         // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
         let b = unsafe { &mut *builder };
         update(b, |i| i.policy(config));

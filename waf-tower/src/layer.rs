@@ -105,12 +105,14 @@ impl WafLayerBuilder {
     }
 
     /// Adds a native policy (rules with conditions, lists, rate limits, bans, IP
-    /// intelligence: [`waf_core::policy`]) to the layer's `Waf`; its errors name the rule,
+    /// intelligence: [`waf_core::policy`]; not `[gates]`, which only waf-proxy serves so
+    /// far) to the layer's `Waf`; its errors name the rule,
     /// line and column.
     pub fn policy(
         mut self,
         config: &waf_core::policy::PolicyConfig,
     ) -> Result<Self, waf_core::policy::PolicyError> {
+        waf_core::policy::check_gates_served(config, "waf-tower")?;
         self.config.waf = self.config.waf.with_policy(config, None)?;
         Ok(self)
     }
@@ -124,6 +126,7 @@ impl WafLayerBuilder {
         config: &waf_core::policy::PolicyConfig,
         store: Arc<waf_redis::FleetStore>,
     ) -> Result<Self, waf_core::policy::PolicyError> {
+        waf_core::policy::check_gates_served(config, "waf-tower")?;
         let store: Arc<dyn waf_core::policy::Store> = store;
         self.config.waf = self.config.waf.with_policy(config, Some(store))?;
         Ok(self)
