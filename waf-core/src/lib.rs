@@ -60,6 +60,8 @@
 
 pub mod host;
 pub mod limits;
+#[cfg(feature = "ml")]
+pub mod ml;
 pub mod policy;
 
 mod actions;
@@ -82,7 +84,7 @@ mod waf;
 pub use compile::LimitAction;
 pub use error::{Error, ErrorKind, Location, Warning};
 pub use exclusion::{ExcludedRules, Exclusion};
-pub use report::{MatchedRule, Report, Severity};
+pub use report::{MatchedRule, MlScore, Report, Severity};
 pub use transaction::{ConnectionInfo, RequestHead, ResponseHead, Transaction};
 pub use verdict::{DisruptiveAction, Intervention, Verdict};
 pub use waf::{EngineMode, EngineSettings, Waf, WafBuilder};

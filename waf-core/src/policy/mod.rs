@@ -274,7 +274,9 @@ impl Policy {
                 &mut scope,
             )?;
             let mut late = false;
-            e.visit_slots(&mut |s| late |= slots[s] == FieldRef::AnomalyScore);
+            e.visit_slots(&mut |s| {
+                late |= matches!(slots[s], FieldRef::AnomalyScore | FieldRef::MlScore)
+            });
             rules.push(Rule::compile(c, e, late, &rate_names)?);
         }
         for (i, rl) in rate_limits.iter_mut().enumerate() {
@@ -431,6 +433,8 @@ pub(crate) struct Request<'a> {
     pub(crate) tls: bool,
     pub(crate) now: u64,
     pub(crate) anomaly_score: i64,
+    /// The ML detector's score in per mille (`ml.score`), 0 when not scored.
+    pub(crate) ml_score: i64,
 }
 
 impl<'a> Request<'a> {
@@ -747,6 +751,7 @@ impl TxPolicy {
             tls: self.tls,
             now: self.now,
             anomaly_score: 0,
+            ml_score: 0,
         };
 
         // 1. Bans.
@@ -887,7 +892,7 @@ impl TxPolicy {
     }
 
     /// Step 5: rules that read `waf.score`, once the CRS request phases have run.
-    pub(crate) fn request_end(&mut self, anomaly_score: i64) -> PolicyStep {
+    pub(crate) fn request_end(&mut self, anomaly_score: i64, ml_score: i64) -> PolicyStep {
         let mut step = PolicyStep::default();
         let Some(saved) = self.saved.take() else {
             return step;
@@ -905,6 +910,7 @@ impl TxPolicy {
             tls: self.tls,
             now: self.now,
             anomaly_score,
+            ml_score,
         };
         let mut cx = Context::new(&req, &policy);
         for rule in policy.rules.iter().filter(|r| r.late) {
