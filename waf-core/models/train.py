@@ -620,8 +620,8 @@ def evaluate(args):
         meta = json.load(f)
     th = meta["thresholds"]
     dump = [r for r in load_dump(args.dump) if split_of(r["id"]) == "test"]
-    # A request blocked in phase 1 is not scored by the engine (ml is null): it counts as
-    # not flagged by the model alone.
+    # ml-dump runs in detection-only mode: every request is scored. (A null score, which it
+    # never gives, would count as not flagged.)
     preds = {
         "profile alone": lambda r: r["blocked"],
         f"model alone, ≥ {th['low']}": lambda r: per_mille(r["ml"] or 0.0) >= th["low"],
@@ -640,8 +640,13 @@ def evaluate(args):
     w(f"split of `dev.jsonl` ({len(dump)} requests; see REPORT.md for the split and thresholds).")
     w("\"profile alone\" is the default profile blocking (anomaly score ≥ 5); \"model\" is the request's")
     w("ML score at or above the threshold; \"or\" is what a rule blocking on `TX:ML_SCORE` beside the")
-    w("profile would block. A request the profile blocks in phase 1 is never scored, so it counts as")
-    w("not flagged by the model alone.")
+    w("profile would block. `ml-dump` runs the profile in detection-only mode, so every request runs")
+    w("every phase and is scored (in blocking mode a request the profile blocks in phase 1 is not scored,")
+    w("which changes none of the \"or\" columns).")
+    w("")
+    w("Caveat: the test split is part of `dev.jsonl`, the corpus the default profile was written against;")
+    w("the held-out corpus (outside `shared/`) is not available to this session, so these figures are")
+    w("optimistic for the profile and fair for the model (trained on the train split only).")
     w("")
     w("| class | n | " + " | ".join(names) + " |")
     w("|---|---|" + "---|" * len(names))

@@ -60,7 +60,6 @@
 
 pub mod host;
 pub mod limits;
-#[cfg(feature = "ml")]
 pub mod ml;
 pub mod policy;
 

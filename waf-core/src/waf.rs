@@ -361,6 +361,18 @@ impl WafBuilder {
             Some(config) => Policy::compile(config, self.store)?,
             None => Policy::empty(),
         };
+        #[cfg(feature = "ml")]
+        let has_model = self.ml.is_some();
+        #[cfg(not(feature = "ml"))]
+        let has_model = false;
+        if policy.reads_ml_score() && !has_model {
+            program.warnings.push(Warning {
+                location: None,
+                message: "a policy rule reads ml.score, but no ML model is configured \
+                          (the `ml` feature and WafBuilder::ml_model): ml.score is always 0"
+                    .to_string(),
+            });
+        }
         Ok(Waf {
             program: Arc::new(program),
             runtime: Arc::new(Runtime::default()),

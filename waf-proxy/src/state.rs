@@ -325,6 +325,10 @@ pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
         }
         b = b.exclusion(x);
     }
+    #[cfg(feature = "ml")]
+    if let Some(model) = &w.ml {
+        b = b.ml_model(model.clone());
+    }
     b.build()
 }
 

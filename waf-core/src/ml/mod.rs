@@ -1,6 +1,9 @@
 //! The ML detector (`ml` feature): a model scores every inspected value of a request, in
 //! detect mode.
 //!
+//! Without the `ml` feature only [`features`] (plain Rust, for tools and the fuzz target)
+//! and the [`MlScore`] type are here; the model, tract-onnx and the scoring need it.
+//!
 //! # Overview
 //!
 //! Rules catch what someone wrote down; a model trained on attacks and benign traffic
@@ -50,12 +53,15 @@
 //! `waf-core/models/REPORT.md`.
 
 pub mod features;
+#[cfg(feature = "ml")]
 mod model;
+#[cfg(feature = "ml")]
 pub(crate) mod values;
 
+#[cfg(feature = "ml")]
 pub use model::{MlError, Model, DEFAULT_MODEL};
 
 pub use crate::report::MlScore;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "ml"))]
 mod tests;

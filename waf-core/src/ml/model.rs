@@ -82,8 +82,14 @@ impl MlError {
 pub struct Model {
     plan: Arc<TypedRunnableModel>,
     cache: Option<Arc<ScoreCache>>,
+    /// Feature scratch (a 64 KiB count table each) handed from request to request, so a
+    /// request does not allocate and zero one; at most [`SCRATCH_POOL`] kept.
+    scratch: Arc<Mutex<Vec<super::features::Scratch>>>,
     name: Arc<str>,
 }
+
+/// Most feature scratches a [`Model`] keeps for reuse (one per concurrent request).
+const SCRATCH_POOL: usize = 64;
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -178,6 +184,7 @@ impl Model {
         let model = Model {
             plan,
             cache: Some(Arc::new(ScoreCache::new())),
+            scratch: Arc::default(),
             name: Arc::from(name),
         };
         // A probe: two rows, the second using the last index; the output must be [2].
@@ -204,6 +211,24 @@ impl Model {
     /// The name the model was loaded under (`default` or its path).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A feature scratch from the pool (or a new one).
+    pub(crate) fn take_scratch(&self) -> super::features::Scratch {
+        self.scratch
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default()
+    }
+
+    /// Gives a scratch back to the pool.
+    pub(crate) fn put_scratch(&self, scratch: super::features::Scratch) {
+        if let Ok(mut p) = self.scratch.lock() {
+            if p.len() < SCRATCH_POOL {
+                p.push(scratch);
+            }
+        }
     }
 
     /// The cached score of `value`, if it is cached.

@@ -260,6 +260,23 @@ mod engine {
     }
 
     #[test]
+    fn a_policy_reading_ml_score_without_a_model_warns_at_load() {
+        let policy: PolicyConfig = toml::from_str(
+            "[[rules]]\nname = \"ml\"\nexpression = 'ml.score >= 900'\naction = \"block\"\n",
+        )
+        .expect("policy parses");
+        let waf = Waf::builder().policy(policy).build().expect("builds");
+        assert!(
+            waf.warnings()
+                .iter()
+                .any(|w| w.message.contains("ml.score")),
+            "{:?}",
+            waf.warnings()
+        );
+        assert!(waf_with("SecRuleEngine On\n").warnings().is_empty());
+    }
+
+    #[test]
     fn nothing_is_scored_without_a_model_or_with_the_engine_off() {
         let waf = Waf::builder()
             .seclang("t", "SecRuleEngine On\n")

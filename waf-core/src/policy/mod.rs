@@ -210,6 +210,11 @@ pub struct PolicyCounter {
 }
 
 impl Policy {
+    /// Whether a rule reads `ml.score` (which stays 0 without an ML model: a load warning).
+    pub(crate) fn reads_ml_score(&self) -> bool {
+        self.slots.contains(&FieldRef::MlScore)
+    }
+
     /// The empty policy.
     pub(crate) fn empty() -> Policy {
         Policy {
