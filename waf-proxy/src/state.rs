@@ -385,6 +385,8 @@ mod tests {
                 paranoia: 1,
             },
             exclusions: Vec::new(),
+            #[cfg(feature = "ml")]
+            ml: None,
         };
         let excluded = WafConfig {
             exclusions: vec![
