@@ -4,6 +4,7 @@
 #
 #   benches/callgrind.sh [PL] [OUT_DIR] [REQUEST...]
 #   ENGINE=modsec benches/callgrind.sh ...   # libmodsecurity instead (apt-get install libmodsecurity3)
+#   BACKEND=hyperscan benches/callgrind.sh ... # the Hyperscan prefilter (apt-get install libhyperscan-dev)
 #
 # Builds `waf-profile` (release, debug info), runs each request once to warm up, then N
 # times under `--toggle-collect='*measured*'`, and prints `request: Ir per transaction`.
@@ -12,25 +13,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PL="${1:-1}"
 ENGINE="${ENGINE:-ours}"
+BACKEND="${BACKEND:-literals}"
+FEATURES=()
+[ "$BACKEND" = hyperscan ] && FEATURES=(--features hyperscan)
+TAG="$ENGINE"
+[ "$BACKEND" = hyperscan ] && TAG="$ENGINE-hyperscan"
 OUT="${2:-${CARGO_TARGET_DIR:-target}/callgrind}"
 shift 2 2>/dev/null || shift $#
 REQUESTS=("$@")
 [ ${#REQUESTS[@]} -eq 0 ] && REQUESTS=(get_simple post_form_small post_json_10k post_form_10k post_json_100k get_sqli)
 mkdir -p "$OUT"
-cargo build --release -q -p waf-bench --bin waf-profile
+cargo build --release -q -p waf-bench --bin waf-profile "${FEATURES[@]}"
 BIN="${CARGO_TARGET_DIR:-target}/release/waf-profile"
 for r in "${REQUESTS[@]}"; do
   n=10
   case "$r" in post_json_100k) n=1 ;; post_json_10k | post_form_10k) n=3 ;; esac
-  valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.pl$PL.$r.$ENGINE.out" \
-    --toggle-collect='*measured*' "$BIN" "$r" "$n" "$PL" "$ENGINE" >"$OUT/cg.pl$PL.$r.$ENGINE.log" 2>&1
-  ir=$(sed -n 's/.*I *refs: *//p' "$OUT/cg.pl$PL.$r.$ENGINE.log" | tr -d ,)
-  echo "$r ($ENGINE): $((ir / n)) Ir per transaction (PL$PL, mean of $n)"
+  valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.pl$PL.$r.$TAG.out" \
+    --toggle-collect='*measured*' "$BIN" "$r" "$n" "$PL" "$ENGINE" >"$OUT/cg.pl$PL.$r.$TAG.log" 2>&1
+  ir=$(sed -n 's/.*I *refs: *//p' "$OUT/cg.pl$PL.$r.$TAG.log" | tr -d ,)
+  echo "$r ($TAG): $((ir / n)) Ir per transaction (PL$PL, mean of $n)"
 done
 
 # Top functions of each profile: self cost merged per function name, and inclusive cost.
 for r in "${REQUESTS[@]}"; do
-  f="$OUT/cg.pl$PL.$r.$ENGINE.out"
+  f="$OUT/cg.pl$PL.$r.$TAG.out"
   echo
   echo "== $r (PL$PL): top 25 functions by self instructions"
   callgrind_annotate --inclusive=no --auto=no --threshold=100 "$f" 2>/dev/null | python3 -c '

@@ -17,7 +17,7 @@ pub mod modsec;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use waf_core::{ConnectionInfo, RequestHead, ResponseHead, Verdict, Waf};
+use waf_core::{ConnectionInfo, RequestHead, ResponseHead, ScanBackend, Verdict, Waf};
 
 /// Engine settings shared by both engines, in front of CRS. These are `examples/crs.conf`'s
 /// (libmodsecurity 3.0.9 accepts all of them), except `SecArgumentsLimit`: 10,000 instead
@@ -71,10 +71,21 @@ pub fn config(paranoia_level: u8) -> String {
     )
 }
 
+/// The scan back-end the benchmarks use: [`ScanBackend::Hyperscan`] in a build with the
+/// `hyperscan` feature (`BACKEND=hyperscan benches/callgrind.sh`), else the default.
+pub fn scan_backend() -> ScanBackend {
+    if ScanBackend::HYPERSCAN_AVAILABLE {
+        ScanBackend::Hyperscan
+    } else {
+        ScanBackend::Auto
+    }
+}
+
 /// Compiles [`config`] with `waf-core`.
 pub fn build_waf(paranoia_level: u8) -> Waf {
     Waf::builder()
         .seclang(format!("crs-pl{paranoia_level}"), config(paranoia_level))
+        .scan_backend(scan_backend())
         .build()
         .unwrap_or_else(|e| panic!("CRS PL{paranoia_level} does not load: {e}"))
 }

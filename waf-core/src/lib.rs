@@ -80,7 +80,7 @@ mod variables;
 mod verdict;
 mod waf;
 
-pub use compile::LimitAction;
+pub use compile::{LimitAction, ScanBackend};
 pub use error::{Error, ErrorKind, Location, Warning};
 pub use exclusion::{ExcludedRules, Exclusion};
 pub use report::{MatchedRule, MlScore, Report, Severity};

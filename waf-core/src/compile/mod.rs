@@ -13,6 +13,7 @@ pub(crate) mod plan;
 pub(crate) mod prefilter;
 mod rule;
 
+pub use prefilter::ScanBackend;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -101,8 +102,8 @@ enum Item {
     Marker(String),
 }
 
-/// Compiles directives in order.
-pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
+/// Compiles directives in order; the prefilter groups are scanned by `backend`.
+pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<Program, Error> {
     let mut config = Config::default();
     let mut warnings = Vec::new();
     let mut drafts: Vec<Draft> = Vec::new();
@@ -241,7 +242,7 @@ pub(crate) fn compile(directives: &[Directive]) -> Result<Program, Error> {
 
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
-    let prefilters = prefilter::build(&mut rules);
+    let prefilters = prefilter::build(&mut rules, backend);
     let summaries = plan::build(&mut rules);
     Ok(Program {
         prefilters,

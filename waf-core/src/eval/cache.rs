@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::compile::plan::Summary;
-use crate::compile::prefilter::Prefilter;
+use crate::compile::prefilter::{Prefilter, ScanScratch};
 use crate::eval::data::{TxData, ValueKey, SOURCES};
 use crate::transformations::Transformation;
 use crate::variables::{Selector, Variable};
@@ -97,6 +97,9 @@ pub(crate) struct TransformCache {
     /// For each summary of the program (see [`crate::compile::plan`]): 1 + the offset of
     /// its bit set in `bits`, or 0 while not computed in this phase.
     summaries: Vec<u32>,
+    /// The prefilter back-ends' working memory (Hyperscan's scratch), kept across
+    /// transactions with the rest of the cache.
+    scan_scratch: ScanScratch,
 }
 
 /// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
@@ -276,6 +279,7 @@ impl TransformCache {
         // `prefiltered`: the lists below are what the group's rules read, and on a big body
         // recording every (value, group) cost a hash-table insert per value and group.
         let mut scanned = vec![0u64; prefilter.words];
+        let mut scan_scratch = std::mem::take(&mut self.scan_scratch);
         for pos in 0..len {
             let (Some(key), _, raw) = data.indexed(variable, pos) else {
                 continue;
@@ -285,7 +289,7 @@ impl TransformCache {
                 Some(&offset) => &self.bits[offset..offset + prefilter.words],
                 None => {
                     scanned.fill(0);
-                    prefilter.scan(self.slice(slot, raw), &mut scanned);
+                    prefilter.scan(self.slice(slot, raw), &mut scanned, &mut scan_scratch);
                     &scanned[..]
                 }
             };
@@ -298,6 +302,7 @@ impl TransformCache {
                 }
             }
         }
+        self.scan_scratch = scan_scratch;
         pairs.sort_by_key(|&(b, _)| b);
         let nbits = prefilter.words * 64;
         let mut offsets = vec![0u32; nbits + 1];
@@ -348,7 +353,7 @@ impl TransformCache {
                 self.arena.get(s as usize..e as usize).unwrap_or_default()
             }
         };
-        prefilter.scan(input, &mut self.bits[offset..]);
+        prefilter.scan(input, &mut self.bits[offset..], &mut self.scan_scratch);
         self.prefiltered.insert((key, group), offset);
         offset
     }

@@ -207,6 +207,16 @@ impl Operator {
         }
     }
 
+    /// For the Hyperscan back-end of the prefilter: the pattern to scan for, when the
+    /// operator is an `@rx` whose regex runs on bytes (Unicode off) and cannot match the
+    /// empty string. `None` for every other operator.
+    pub(crate) fn scan_pattern(&self) -> Option<&str> {
+        match self {
+            Operator::Rx(rx) => rx.scan_pattern(),
+            _ => None,
+        }
+    }
+
     /// Runs the operator on one (transformed) value. Macros in the argument are expanded
     /// with `expander`; when `captures` is given and the operator matches, it is filled.
     pub(crate) fn evaluate(

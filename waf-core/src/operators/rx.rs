@@ -50,15 +50,28 @@ pub(crate) struct Rx {
     regex: Regex,
     /// Literals every match starts with (lower-cased), for the engine's prefilter.
     literals: Option<Vec<Vec<u8>>>,
+    /// The pattern as compiled, for a multi-pattern scanner that reads it the same way:
+    /// set when it compiled with Unicode off and every match is at least one byte long.
+    scan_pattern: Option<String>,
 }
 
 impl Rx {
     /// Compiles `pattern`.
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
-        let regex = compile_pattern(pattern)?;
+        let (regex, unicode) = compile_with_mode(pattern)?;
         let rewritten = rewrite_braced_hex(pattern);
         let literals = super::rx_literals::required_literals(&rewritten, false);
-        Ok(Rx { regex, literals })
+        let scan_pattern = (!unicode && never_empty(&rewritten)).then(|| rewritten.into_owned());
+        Ok(Rx {
+            regex,
+            literals,
+            scan_pattern,
+        })
+    }
+
+    /// The pattern for a multi-pattern scanner (see the field), if it qualifies.
+    pub(crate) fn scan_pattern(&self) -> Option<&str> {
+        self.scan_pattern.as_deref()
     }
 
     /// Lower-cased literals such that every match starts with one of them, if known.
@@ -100,6 +113,26 @@ impl Rx {
 /// Compiles a SecLang regular expression with the flags described in the module docs. Also
 /// used by `@verifyCC` and `@verifySSN`.
 pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
+    compile_with_mode(pattern).map(|(regex, _)| regex)
+}
+
+/// Whether every match of `pattern` (already rewritten, read with Unicode off) is at least
+/// one byte long. `false` when unsure.
+fn never_empty(pattern: &str) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .dot_matches_new_line(true)
+        .multi_line(true)
+        .build()
+        .parse(pattern)
+        .ok()
+        .and_then(|hir| hir.properties().minimum_len())
+        .is_some_and(|n| n > 0)
+}
+
+/// [`compile_pattern`], and whether it needed Unicode mode.
+fn compile_with_mode(pattern: &str) -> Result<(Regex, bool), String> {
     let rewritten = rewrite_braced_hex(pattern);
     let build = |unicode: bool| {
         RegexBuilder::new(&rewritten)
@@ -110,10 +143,10 @@ pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
             .build()
     };
     match build(false) {
-        Ok(regex) => Ok(regex),
-        Err(ascii_error) => {
-            build(true).map_err(|_| format!("invalid regular expression: {ascii_error}"))
-        }
+        Ok(regex) => Ok((regex, false)),
+        Err(ascii_error) => build(true)
+            .map(|regex| (regex, true))
+            .map_err(|_| format!("invalid regular expression: {ascii_error}")),
     }
 }
 

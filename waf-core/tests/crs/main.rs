@@ -282,6 +282,16 @@ fn run_suite(started: Instant) -> Result<bool, String> {
     Ok(unexpected.is_empty())
 }
 
+/// The scan back-end under test: Hyperscan in a build with waf-core's `hyperscan` feature
+/// (`cargo test -p waf-core --release --features hyperscan --test crs`), else the default.
+fn backend() -> waf_core::ScanBackend {
+    if waf_core::ScanBackend::HYPERSCAN_AVAILABLE {
+        waf_core::ScanBackend::Hyperscan
+    } else {
+        waf_core::ScanBackend::Literals
+    }
+}
+
 fn load_waf(crs_dir: &std::path::Path) -> Result<Waf, String> {
     let started = Instant::now();
     let base_path = crs_dir.join("reference/coraza/coraza.conf-recommended");
@@ -296,12 +306,14 @@ fn load_waf(crs_dir: &std::path::Path) -> Result<Waf, String> {
         .seclang("crs-test-setup", TEST_SETUP)
         .seclang_file(crs_dir.join("crs-setup.conf.example"))
         .seclang_glob(crs_dir.join("rules/*.conf").display().to_string())
+        .scan_backend(backend())
         .build()
         .map_err(|e| e.to_string())?;
     println!(
-        "crs: loaded {} rules in {} ms",
+        "crs: loaded {} rules in {} ms ({:?} scan back-end)",
         waf.rule_count(),
-        started.elapsed().as_millis()
+        started.elapsed().as_millis(),
+        backend()
     );
     for w in waf.warnings() {
         println!("crs: load {w}");

@@ -11,6 +11,9 @@
 //! matched variable name, matched data, message, logdata), the same anomaly scores and the
 //! same intervention or would-be intervention.
 //!
+//! In a build with the `hyperscan` feature every comparison runs once per scan back-end
+//! ([`ScanBackend::Literals`] and [`ScanBackend::Hyperscan`]).
+//!
 //! It also checks the chunking property: any split of a request body into chunks gives the
 //! same report as one chunk (split points from a fixed seed).
 //!
@@ -45,7 +48,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use waf_core::{ConnectionInfo, Report, RequestHead, ResponseHead, Waf, WafBuilder};
+use waf_core::{ConnectionInfo, Report, RequestHead, ResponseHead, ScanBackend, Waf, WafBuilder};
 
 use crate::http1::ParsedRequest;
 
@@ -107,7 +110,15 @@ fn main() -> ExitCode {
 
     let (mut passed, mut failed) = (0usize, 0usize);
     // PL 0 stands for waf-proxy's built-in default profile (blocking).
-    for (pl, blocking) in [(1u8, true), (4u8, false), (0u8, true)] {
+    // Every scan back-end this build has: results must not depend on it.
+    let mut backends = vec![ScanBackend::Literals];
+    if ScanBackend::HYPERSCAN_AVAILABLE {
+        backends.push(ScanBackend::Hyperscan);
+    }
+    for (pl, blocking, backend) in [(1u8, true), (4u8, false), (0u8, true)]
+        .into_iter()
+        .flat_map(|(pl, b)| backends.iter().map(move |&k| (pl, b, k)))
+    {
         let build = |reference: bool| {
             let mut b = match pl {
                 0 => Waf::builder().seclang("default-profile", DEFAULT_PROFILE),
@@ -116,7 +127,7 @@ fn main() -> ExitCode {
             if reference {
                 b = b.internal_reference_evaluation();
             }
-            b.build()
+            b.scan_backend(backend).build()
         };
         let (plan, oracle) = match (build(false), build(true)) {
             (Ok(p), Ok(o)) => (p, o),
@@ -154,7 +165,7 @@ fn main() -> ExitCode {
             println!("plan: FAIL {d}");
         }
         println!(
-            "plan: {} ({}): {} requests, {bad} differ",
+            "plan: {} ({}, {backend:?} back-end): {} requests, {bad} differ",
             if pl == 0 {
                 "default profile".to_string()
             } else {

@@ -1,0 +1,474 @@
+//! The multi-pattern prefilter: which `@rx` and `@pm` rules can possibly match a value.
+//!
+//! Over 95 % of `@rx` evaluations on benign traffic return false (Coraza measured this on
+//! CRS), and each costs a regex call. Rules that transform a value the same way see the
+//! same bytes, so the rules of each (phase, transformation chain) form one *group*, and one
+//! scan of the transformed value tells which rules of the group can match it; the others are
+//! answered "no match" without running their operator. The answer is cached per (value,
+//! group) for the transaction, like the transformed value itself.
+//!
+//! # Back-ends
+//!
+//! A group's scan is done by one or two back-ends behind [`Scanner`], each setting the bits
+//! of the rules it may let through:
+//!
+//! - [`literals`] (always built, pure Rust): one Aho-Corasick automaton over the literals
+//!   every match of a rule must contain (`operators::rx_literals`, and `@pm` phrases). A
+//!   rule without a selective literal set gets no bit and runs its operator on every value.
+//! - `hyperscan` (the `hyperscan` cargo feature, [`ScanBackend::Hyperscan`]): one
+//!   Hyperscan database of the group's `@rx` patterns themselves, compiled in prefilter
+//!   mode (a superset of the regex's matches, so backreference-like constructs never make
+//!   it refuse a pattern). This covers the patterns that have no literal set too. A pattern
+//!   Hyperscan cannot compile (one that matches the empty string, one with Unicode classes,
+//!   one it refuses) stays with the literal back-end or, without literals, is let through on
+//!   every value.
+//!
+//! Either way a set bit only makes a rule a *candidate*: the rule still runs its own
+//! operator (the `regex` crate for `@rx`), so matched data, captures and verdicts never
+//! depend on the back-end. `tests/plan` checks this for both back-ends.
+//!
+//! # Soundness
+//!
+//! A prefilter never yields a false negative: a rule gets a literal set only when every
+//! match of its regex contains one of its literals, and the literal scan ignores ASCII case,
+//! which only widens what it accepts; Hyperscan's prefilter mode promises a superset of the
+//! pattern's matches, and a scan that fails for any reason sets every bit of the group.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::Rule;
+use crate::transformations::Transformation;
+
+#[cfg(feature = "hyperscan")]
+mod hyperscan;
+pub(crate) mod literals;
+
+/// Which multi-pattern engine scans values for the prefilter (see the module docs of
+/// `compile::prefilter`). Results never depend on it; speed and load time do.
+///
+/// The default is the literal back-end even in a build with Hyperscan: on CRS it is the
+/// faster one (`benches/PROFILE.md`, "Hyperscan": with Hyperscan a CRS GET costs about the
+/// same and a 10 KB JSON or form body 14-33 % more instructions), so Hyperscan is chosen
+/// explicitly, for rule sets whose patterns have no literals to prefilter on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScanBackend {
+    /// The measured faster one for CRS: [`ScanBackend::Literals`].
+    #[default]
+    Auto,
+    /// Aho-Corasick over each rule's required literals (pure Rust, builds everywhere).
+    Literals,
+    /// Hyperscan databases of the `@rx` patterns, literals for the rest. Needs the
+    /// `hyperscan` cargo feature; without it, [`crate::WafBuilder::build`] fails.
+    Hyperscan,
+}
+
+impl ScanBackend {
+    /// Whether this build can use Hyperscan (the `hyperscan` feature).
+    pub const HYPERSCAN_AVAILABLE: bool = cfg!(feature = "hyperscan");
+
+    /// The back-end [`ScanBackend::Auto`] stands for.
+    pub fn resolve(self) -> ScanBackend {
+        match self {
+            ScanBackend::Auto => ScanBackend::Literals,
+            other => other,
+        }
+    }
+}
+
+/// What a prefilter back-end does: set the bit of every rule of its group that may match.
+pub(crate) trait Scanner: fmt::Debug + Send + Sync {
+    /// Sets in `bits` (zeroed by the caller, one bit per rule of the group) the bit of every
+    /// rule that may match `input`. Must never leave out a rule that matches; extra bits
+    /// only cost an operator call.
+    fn scan(&self, input: &[u8], bits: &mut [u64], scratch: &mut ScanScratch);
+}
+
+/// Per-transaction working memory of the back-ends, kept with the transformation cache (so
+/// pooled with it, never shared between threads). Empty for the literal back-end.
+#[derive(Default)]
+pub(crate) struct ScanScratch {
+    /// In a `Mutex` only to be `Sync` (a `Transaction` is): reached through `&mut` with
+    /// `get_mut`, it is never locked.
+    #[cfg(feature = "hyperscan")]
+    hyperscan: Option<std::sync::Mutex<::hyperscan::Scratch>>,
+}
+
+impl fmt::Debug for ScanScratch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScanScratch").finish_non_exhaustive()
+    }
+}
+
+/// The scanners of one group.
+#[derive(Debug)]
+pub(crate) struct Prefilter {
+    literals: Option<literals::LiteralScanner>,
+    #[cfg(feature = "hyperscan")]
+    hyperscan: Option<hyperscan::HyperscanScanner>,
+    /// Bits set on every scan: rules whose pattern a back-end refused after they got a bit.
+    always: Vec<u32>,
+    /// Number of 64-bit words in a bit set.
+    pub(crate) words: usize,
+    /// The transformation chain every rule of the group uses, and its prefix ids (for
+    /// the plan's summaries, which transform values on the group's behalf).
+    pub(crate) chain: Vec<Transformation>,
+    pub(crate) prefix_ids: Vec<u32>,
+}
+
+impl Prefilter {
+    /// Sets in `bits` (`words` long, zeroed) the bit of every rule of the group that may
+    /// match `input`.
+    pub(crate) fn scan(&self, input: &[u8], bits: &mut [u64], scratch: &mut ScanScratch) {
+        if let Some(l) = &self.literals {
+            l.scan(input, bits, scratch);
+        }
+        #[cfg(feature = "hyperscan")]
+        if let Some(h) = &self.hyperscan {
+            h.scan(input, bits, scratch);
+        }
+        for &bit in &self.always {
+            set_bit(bits, bit);
+        }
+    }
+
+    /// Which back-ends this group uses, for tests and reports: (literal automaton,
+    /// Hyperscan database).
+    #[cfg(test)]
+    pub(crate) fn backends(&self) -> (bool, bool) {
+        #[cfg(feature = "hyperscan")]
+        let hs = self.hyperscan.is_some();
+        #[cfg(not(feature = "hyperscan"))]
+        let hs = false;
+        (self.literals.is_some(), hs)
+    }
+}
+
+/// Sets `bit` in `bits`.
+fn set_bit(bits: &mut [u64], bit: u32) {
+    if let Some(w) = bits.get_mut(bit as usize / 64) {
+        *w |= 1 << (bit % 64);
+    }
+}
+
+/// A rule's place in the prefilters: its group and its bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PrefilterRef {
+    pub(crate) group: u32,
+    pub(crate) bit: u32,
+}
+
+/// A group being built: its index, what each back-end gets, and the number of bits.
+#[derive(Default)]
+struct GroupDraft {
+    index: u32,
+    /// literal → rule bits.
+    literals: HashMap<Vec<u8>, Vec<u32>>,
+    /// Hyperscan patterns with their bit, and the rule's literals to fall back on.
+    patterns: Vec<Candidate>,
+    bits: u32,
+    chain: Vec<Transformation>,
+    prefix_ids: Vec<u32>,
+}
+
+/// A pattern offered to Hyperscan.
+#[cfg_attr(not(feature = "hyperscan"), allow(dead_code))]
+struct Candidate {
+    pattern: String,
+    bit: u32,
+    literals: Option<Vec<Vec<u8>>>,
+}
+
+/// Whether Hyperscan takes every `@rx` pattern it can compile (`true`), or only those
+/// without a literal set (`false`, the measured faster choice).
+const ALL_PATTERNS_TO_HYPERSCAN: bool = false;
+
+/// Whether a literal is rare enough in ordinary values to be worth a place in an automaton.
+/// A rule with a one-letter literal (a regex like `[a-z]+\(` gives every letter) passes
+/// its prefilter on almost every value, so it would only add matches to every scan; such
+/// rules run their operator directly. (Measured with callgrind on CRS: leaving out also
+/// two-letter words such as `or` or common punctuation such as `/` costs more regex calls
+/// than it saves in scans.)
+fn selective(literal: &[u8]) -> bool {
+    !matches!(literal, [b] if b.is_ascii_alphanumeric())
+}
+
+/// Gives every eligible rule (chained ones too) a [`PrefilterRef`] and builds the groups'
+/// scanners with `backend` ([`ScanBackend::resolve`]d).
+pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> {
+    let use_hyperscan = backend.resolve() == ScanBackend::Hyperscan;
+    // Keyed by the phase and the chain's last prefix id (`u32::MAX`: no transformation).
+    let mut groups: HashMap<(u8, u32), GroupDraft> = HashMap::new();
+    fn visit(
+        rule: &mut Rule,
+        phase: u8,
+        use_hyperscan: bool,
+        groups: &mut HashMap<(u8, u32), GroupDraft>,
+    ) {
+        if let Some(op) = &rule.operator {
+            if !rule.multi_match {
+                let literals = op
+                    .operator
+                    .required_literals()
+                    .filter(|l| l.iter().all(|l| selective(l)));
+                // Measured (benches/PROFILE.md, "Hyperscan"): a Hyperscan scan costs ~3,000
+                // instructions to start and tens per byte for CRS's patterns, against a few
+                // hundred and a few for the literal automaton; so Hyperscan takes only the
+                // patterns the literal back-end cannot prefilter.
+                let pattern = op
+                    .operator
+                    .scan_pattern()
+                    .filter(|_| use_hyperscan && (ALL_PATTERNS_TO_HYPERSCAN || literals.is_none()));
+                if literals.is_some() || pattern.is_some() {
+                    let chain_key = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
+                    let next_group = groups.len() as u32;
+                    let draft = groups
+                        .entry((phase, chain_key))
+                        .or_insert_with(|| GroupDraft {
+                            index: next_group,
+                            chain: rule.transformations.clone(),
+                            prefix_ids: rule.prefix_ids.clone(),
+                            ..GroupDraft::default()
+                        });
+                    let bit = draft.bits;
+                    draft.bits += 1;
+                    match pattern {
+                        Some(p) => draft.patterns.push(Candidate {
+                            pattern: p.to_owned(),
+                            bit,
+                            literals: literals.map(<[_]>::to_vec),
+                        }),
+                        None => {
+                            for l in literals.into_iter().flatten() {
+                                draft.literals.entry(l.clone()).or_default().push(bit);
+                            }
+                        }
+                    }
+                    rule.prefilter = Some(PrefilterRef {
+                        group: draft.index,
+                        bit,
+                    });
+                }
+            }
+        }
+        if let Some(child) = &mut rule.chain {
+            visit(child, phase, use_hyperscan, groups);
+        }
+    }
+    for rule in rules.iter_mut() {
+        let phase = rule.phase;
+        visit(rule, phase, use_hyperscan, &mut groups);
+    }
+    let mut out: Vec<(u32, Prefilter)> = Vec::new();
+    for (_, mut draft) in groups {
+        let mut always = Vec::new();
+        #[cfg(feature = "hyperscan")]
+        let hyperscan = {
+            let (scanner, refused) = hyperscan::HyperscanScanner::build(&draft.patterns);
+            for i in refused {
+                let c = &draft.patterns[i];
+                match &c.literals {
+                    Some(lits) => {
+                        for l in lits {
+                            draft.literals.entry(l.clone()).or_default().push(c.bit);
+                        }
+                    }
+                    None => always.push(c.bit),
+                }
+            }
+            scanner
+        };
+        #[cfg(not(feature = "hyperscan"))]
+        always.extend(draft.patterns.iter().map(|c| c.bit));
+        always.sort_unstable();
+        let literals = literals::LiteralScanner::build(std::mem::take(&mut draft.literals));
+        out.push((
+            draft.index,
+            Prefilter {
+                literals,
+                #[cfg(feature = "hyperscan")]
+                hyperscan,
+                always,
+                words: (draft.bits as usize).div_ceil(64),
+                chain: draft.chain,
+                prefix_ids: draft.prefix_ids,
+            },
+        ));
+    }
+    out.sort_by_key(|(g, _)| *g);
+    let mut prefilters: Vec<Prefilter> = out.into_iter().map(|(_, p)| p).collect();
+    #[cfg(feature = "hyperscan")]
+    hyperscan::share_scratch(prefilters.iter_mut().filter_map(|p| p.hyperscan.as_mut()));
+    #[cfg(not(feature = "hyperscan"))]
+    let _ = &mut prefilters;
+    prefilters
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ScanBackend;
+    use crate::{ConnectionInfo, RequestHead, Waf};
+
+    /// Every back-end this build has.
+    fn backends() -> Vec<ScanBackend> {
+        let mut b = vec![ScanBackend::Literals];
+        if ScanBackend::HYPERSCAN_AVAILABLE {
+            b.push(ScanBackend::Hyperscan);
+        }
+        b
+    }
+
+    /// The ids of the rules of `rules` that match a GET of `uri`, with `backend`.
+    fn matched(rules: &str, uri: &str, backend: ScanBackend) -> Vec<u64> {
+        let waf = Waf::builder()
+            .seclang("t.conf", format!("SecRuleEngine DetectionOnly\n{rules}"))
+            .scan_backend(backend)
+            .build()
+            .unwrap();
+        let conn = ConnectionInfo::new(
+            "192.0.2.1:1234".parse().unwrap(),
+            "192.0.2.2:80".parse().unwrap(),
+        );
+        let mut tx = waf.transaction(&conn, std::time::SystemTime::UNIX_EPOCH);
+        let head = RequestHead::new(b"GET", uri.as_bytes(), b"HTTP/1.1", &[]);
+        let _ = tx.request_headers(&head);
+        let _ = tx.request_end();
+        let mut ids: Vec<u64> = tx.finish().matched_rules.iter().map(|m| m.id).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The traps of a regex scanner in front of `regex`: patterns that match the empty
+    /// string (`!@rx ^$`, which Hyperscan refuses), `\s` and the vertical tab, a pattern
+    /// only the `regex` crate reads (`(?-u:..)`), a pattern without literals, and `(?i)`.
+    /// Each back-end must give the oracle's answer.
+    #[test]
+    fn backends_agree_on_the_traps() {
+        let rules = r#"
+SecRule ARGS:a "!@rx ^$" "id:1,phase:1,pass"
+SecRule ARGS:a "@rx x\sy" "id:2,phase:1,pass,t:urlDecodeUni"
+SecRule ARGS:a "@rx (?-u:\w)zz\d" "id:3,phase:1,pass"
+SecRule ARGS:a "@rx ^[0-9a-f]{4}$" "id:4,phase:1,pass"
+SecRule ARGS:a "@rx (?i)select\b" "id:5,phase:1,pass"
+SecRule ARGS:a "@rx a.b" "id:6,phase:1,pass,t:urlDecodeUni"
+"#;
+        let cases: &[(&str, &[u64])] = &[
+            ("/?a=", &[]),
+            ("/?a=x%0by", &[1, 2]),
+            ("/?a=x%20y", &[1, 2]),
+            ("/?a=qzz7", &[1, 3]),
+            ("/?a=beef", &[1, 4]),
+            ("/?a=SeLeCt+1", &[1, 5]),
+            ("/?a=a%0Ab", &[1, 6]),
+            ("/?a=a%C3%A9b", &[1]),
+            ("/?a=nothing", &[1]),
+        ];
+        for backend in backends() {
+            for (uri, want) in cases {
+                assert_eq!(
+                    matched(rules, uri, backend),
+                    *want,
+                    "{uri} with {backend:?}"
+                );
+                // The same on a long value (Hyperscan scans only values of 128 bytes or
+                // more): one more line that matches nothing.
+                if !uri.ends_with('=') {
+                    let long = format!("{uri}%0A{}", "~".repeat(200));
+                    assert_eq!(
+                        matched(rules, &long, backend),
+                        *want,
+                        "{long} with {backend:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// How many CRS `@rx` rules get a prefilter (printed; asserted loosely so a regression
+    /// in literal extraction shows).
+    #[test]
+    fn most_crs_regexes_are_prefiltered() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/crs");
+        assert!(
+            std::path::Path::new(dir).join("rules").is_dir(),
+            "CRS missing at {dir} (the shared CRS checkout beside the repo)"
+        );
+        let waf = Waf::builder()
+            .seclang_file(format!("{dir}/crs-setup.conf.example"))
+            .seclang_glob(format!("{dir}/rules/*.conf"))
+            .scan_backend(ScanBackend::Literals)
+            .build()
+            .unwrap();
+        let (mut rx, mut with) = (0, 0);
+        let mut without = Vec::new();
+        fn walk(
+            r: &crate::compile::Rule,
+            head: u64,
+            rx: &mut usize,
+            with: &mut usize,
+            without: &mut Vec<u64>,
+        ) {
+            if let Some(op) = &r.operator {
+                if matches!(op.operator, crate::operators::Operator::Rx(_)) {
+                    *rx += 1;
+                    if r.prefilter.is_some() {
+                        *with += 1;
+                    } else {
+                        without.push(head);
+                    }
+                }
+            }
+            if let Some(c) = &r.chain {
+                walk(c, head, rx, with, without);
+            }
+        }
+        for r in &waf.program.rules {
+            walk(r, r.id, &mut rx, &mut with, &mut without);
+        }
+        println!("{with} of {rx} @rx rules prefiltered; without: {without:?}");
+        assert!(with * 10 >= rx * 7, "{with} of {rx}");
+    }
+
+    /// With Hyperscan, nearly every CRS `@rx` rule is prefiltered: Hyperscan takes the
+    /// patterns the literal back-end has no literal set for.
+    #[cfg(feature = "hyperscan")]
+    #[test]
+    fn hyperscan_prefilters_nearly_all_crs_regexes() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/crs");
+        let waf = Waf::builder()
+            .seclang_file(format!("{dir}/crs-setup.conf.example"))
+            .seclang_glob(format!("{dir}/rules/*.conf"))
+            .scan_backend(ScanBackend::Hyperscan)
+            .build()
+            .unwrap();
+        let (mut rx, mut with, mut always) = (0, 0, 0);
+        fn walk(r: &crate::compile::Rule, rx: &mut usize, with: &mut usize) {
+            if let Some(op) = &r.operator {
+                if matches!(op.operator, crate::operators::Operator::Rx(_)) {
+                    *rx += 1;
+                    *with += usize::from(r.prefilter.is_some());
+                }
+            }
+            if let Some(c) = &r.chain {
+                walk(c, rx, with);
+            }
+        }
+        for r in &waf.program.rules {
+            walk(r, &mut rx, &mut with);
+        }
+        let groups = waf.program.prefilters.len();
+        let with_db = waf
+            .program
+            .prefilters
+            .iter()
+            .filter(|p| p.backends().1)
+            .count();
+        for p in &waf.program.prefilters {
+            always += p.always.len();
+        }
+        println!("{with} of {rx} @rx rules prefiltered; {with_db} of {groups} groups have a Hyperscan database; {always} bits always set");
+        assert!(with * 100 >= rx * 92, "{with} of {rx}");
+        assert!(with_db >= 1, "{with_db} of {groups}");
+    }
+}
