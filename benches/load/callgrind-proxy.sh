@@ -8,6 +8,7 @@
 #   MODE=protected SCENARIOS=get benches/load/callgrind-proxy.sh
 #                     # WAF rules off + the "protected" policy and security headers (run.sh's
 #                     # proxy-protected variant: load/protected-policy.sh)
+#   EXTRA_TOML='[state] ...' MODE=protected ...   # lines appended to the config (load/fleet.sh)
 #
 # The backend is nginx answering the load benchmark's 389-byte page from memory; wrk drives
 # the proxy (1 thread, 8 connections, keep-alive) while it runs under
@@ -92,6 +93,7 @@ servers = ["127.0.0.1:$BACKEND_PORT"]
 names = ["*"]
 upstream = "backend"
 $WAF
+${EXTRA_TOML:-}
 TOML
 
 if [ -x "$PROFILE_BIN" ]; then

@@ -30,6 +30,11 @@
 #   proxy-protected-ml     the same with the ML detector on (`ml = "default"`, issue 17)
 #                  (not in the default GATEWAYS list; GATEWAYS="proxy-protected-parse
 #                  proxy-protected-ml" runs the pair)
+#   proxy-challenge-pass, proxy-queue, proxy-sign-in
+#                  waf-proxy, WAF rules off, with a challenge rule, a waiting room, or
+#                  email-code sign-in on every path, and every request carrying the valid
+#                  pass, admission or session cookie of a visitor who passed
+#                  (load/gates.sh; not in the default GATEWAYS: name them)
 #   (the waf-proxy variants are WAF_PROXY_VARIANTS below; each gets a generated config file
 #   with one worker and access log off, and runs as `waf-proxy run --config`)
 #
@@ -126,6 +131,12 @@ headers = { hsts = "max-age=31536000", content_type_options = true, frame_option
 proxy-protected-ml|waf = { mode = "detect", rules = ["{parse}"], ml = "default" }
 headers = { hsts = "max-age=31536000", content_type_options = true, frame_options = "DENY", referrer_policy = "no-referrer", csp = "default-src 'self'" }
 {protected}
+proxy-challenge-pass|waf = { mode = "off" }
+{gates:challenge-pass}
+proxy-queue|waf = { mode = "off" }
+{gates:queue}
+proxy-sign-in|waf = { mode = "off" }
+{gates:sign-in}
 VARIANTS
 )
 fi
@@ -136,6 +147,7 @@ mkdir -p "$RESULTS"
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
 OUT="$RESULTS/load-$STAMP.md"
 PIDS=()
+PROBE_ARGS=()
 CLK_TCK=$(getconf CLK_TCK)
 
 cleanup() {
@@ -354,6 +366,9 @@ start_gateway_inner() {
         fi
         host=${host//\{protected\}/$(cat "$WORK/protected/policy.toml")}
       fi
+      if [[ $host =~ \{gates:([a-z-]+)\} ]]; then
+        host=${host//"${BASH_REMATCH[0]}"/$("$ROOT/benches/load/gates.sh" config "${BASH_REMATCH[1]}" "$WORK")}
+      fi
       cat >"$WORK/$1.toml" <<TOML
 [server]
 listen = ["127.0.0.1:$GATEWAY_PORT"]
@@ -428,13 +443,23 @@ parse_wrk() {
 }
 
 probe() { # $1 URL → HTTP status
-  curl -sk -o /dev/null -w '%{http_code}' "$1" || true
+  curl -sk -o /dev/null -w '%{http_code}' "${PROBE_ARGS[@]}" "$1" || true
 }
 
 # One row: gateway $1 (running), scenario $2.
 measure() {
   local gw="$1" scenario="$2"
   scenario_args "$scenario"
+  PROBE_ARGS=()
+  # Gate variants (load/gates.sh): every request carries the cookie of a visitor who passed.
+  case "$gw" in
+    proxy-challenge-pass | proxy-queue | proxy-sign-in)
+      local cookie
+      cookie=$("$ROOT/benches/load/gates.sh" cookie "${gw#proxy-}" "http://127.0.0.1:$GATEWAY_PORT" "$WORK/gates-$gw-$scenario")
+      WRK_ARGS=(-H "Cookie: $cookie" "${WRK_ARGS[@]}")
+      PROBE_ARGS=(-H "User-Agent:" -H "Cookie: $cookie")
+      ;;
+  esac
   local benign sqli
   benign=$(probe "$URL_BASE/index.html?page=2&sort=name")
   sqli=$(probe "$URL_BASE/index.html?id=1%27%20OR%20%271%27%3D%271")

@@ -33,6 +33,8 @@ fuzz_target!(|data: &[u8]| {
             rule_ids: Vec::new(),
             tags: Vec::new(),
             rate_limit: None,
+            challenge: None,
+            difficulty: None,
             shadow: false,
         }],
         ..PolicyConfig::default()

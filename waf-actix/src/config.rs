@@ -120,6 +120,20 @@ impl WafBuilder {
         Ok(self)
     }
 
+    /// Adds a native policy whose rate limits and bans hold for a whole fleet: its state
+    /// lives in `store` (from [`waf_redis::Fleet::store`], the same namespace on every
+    /// node), decided locally and reconciled with Redis in the background.
+    #[cfg(feature = "redis")]
+    pub fn fleet_policy(
+        mut self,
+        config: &waf_core::policy::PolicyConfig,
+        store: Arc<waf_redis::FleetStore>,
+    ) -> Result<Self, waf_core::policy::PolicyError> {
+        let store: Arc<dyn waf_core::policy::Store> = store;
+        self.config.waf = self.config.waf.with_policy(config, Some(store))?;
+        Ok(self)
+    }
+
     /// The middleware.
     pub fn build(self) -> Waf {
         Waf::from_config(Arc::new(self.config))

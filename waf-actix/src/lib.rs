@@ -39,6 +39,11 @@
 //! Nothing a client sends makes the middleware panic or fail: an unreadable body gets 400,
 //! a body over the limit gets 413 or is inspected by its prefix ([`OverLimit`]). Memory per
 //! request is bounded by the body limits plus one chunk.
+//!
+//! # Crate features
+//!
+//! - `redis`: [`WafBuilder::fleet_policy`], a policy whose rate limits and bans hold for a
+//!   fleet of servers through Redis ([`waf_redis`], re-exported).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -53,3 +58,5 @@ pub use config::{
 };
 pub use middleware::{RequestId, Waf, WafMiddleware};
 pub use waf_core;
+#[cfg(feature = "redis")]
+pub use waf_redis;

@@ -123,6 +123,16 @@ pub mod internal {
         crate::body::xml::parse(input, max_depth).map(|x| (x.text_nodes.len(), x.attr_values.len()))
     }
 
+    /// Compiles an XPath expression (the prefix `p` bound to `urn:p`) and evaluates it
+    /// on `document`: the number of values, or the compile error.
+    pub fn xpath(expression: &str, document: &[u8]) -> Result<usize, String> {
+        let ns = [("p".to_string(), "urn:p".to_string())];
+        let xpath = crate::body::xpath::XPath::compile(expression, &ns)?;
+        let mut n = 0;
+        xpath.evaluate(document, &mut |_| n += 1);
+        Ok(n)
+    }
+
     /// `Cookie` header parsing (`REQUEST_COOKIES`).
     pub fn parse_cookie(header_value: &[u8]) -> Pairs {
         let mut out = Vec::new();
@@ -139,7 +149,7 @@ pub mod internal {
     pub fn transform_chain(chain: &[u8], input: &[u8]) -> Vec<u8> {
         let mut value = input.to_vec();
         for &pick in chain {
-            let t = crate::transformations::ALL[usize::from(pick) % TRANSFORMATION_COUNT];
+            let t = &crate::transformations::ALL[usize::from(pick) % TRANSFORMATION_COUNT];
             if let std::borrow::Cow::Owned(changed) = t.apply(&value) {
                 assert_ne!(changed, value, "{} returned Owned but unchanged", t.name());
                 value = changed;

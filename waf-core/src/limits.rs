@@ -4,7 +4,7 @@
 //! (`SecRequestBodyLimit`, `SecArgumentsLimit`, ...) override the body and argument limits.
 
 /// Largest request body buffered for inspection (`SecRequestBodyLimit`), 13 MiB as in
-/// ModSecurity's recommended configuration. Over it: a 413 intervention
+/// ModSecurity's recommended configuration. Over it: a 403 intervention (as libmodsecurity 3)
 /// (`SecRequestBodyLimitAction Reject`) or inspection of the prefix (`ProcessPartial`).
 pub const DEFAULT_REQUEST_BODY_LIMIT: usize = 13_107_200;
 
@@ -36,6 +36,16 @@ pub const DEFAULT_INCLUDE_DEPTH: usize = 32;
 
 /// Compiled size limit of one `@rx` regular expression (bytes of automaton), 50 MiB.
 pub const DEFAULT_REGEX_SIZE_LIMIT: usize = 50 * 1024 * 1024;
+
+/// Most backtracking steps of one search by the backtracking engine (`SecPcreMatchLimit`),
+/// which runs only the `@rx` and key patterns the linear-time `regex` crate cannot compile
+/// (look-around, backreferences). Prevents a catastrophic pattern or input from holding a
+/// worker: past it the search stops, the rule does not match and
+/// `TX:MSC_PCRE_LIMITS_EXCEEDED` is set to 1. One million steps is fancy-regex's default,
+/// a few milliseconds at worst; ModSecurity's recommended configuration uses 1000 PCRE
+/// calls, which counts differently. Memory: the engine's backtracking stack, a few bytes
+/// per step.
+pub const DEFAULT_PCRE_MATCH_LIMIT: usize = 1_000_000;
 
 /// Most records kept in persistent collections (`IP`, `GLOBAL`, ...) per `Waf`; when full,
 /// expired records go first, then the least recently updated. About 1 KiB per record for
@@ -79,3 +89,22 @@ pub const DEFAULT_ML_CACHE_ENTRIES: usize = 4096;
 
 /// Longest value whose score the ML detector caches, in bytes (`ml` feature).
 pub const DEFAULT_ML_CACHE_VALUE_LEN: usize = 128;
+
+/// Longest signed cookie value or form token ([`crate::policy::gate`]) that is verified, in
+/// bytes. A longer one is refused before any MAC is computed, so a forged token costs a
+/// bounded amount of work.
+pub const DEFAULT_MAX_TOKEN_LEN: usize = 1024;
+
+/// Largest request body a gate endpoint (challenge answer, sign-in form) reads, in bytes;
+/// the host answers 413 past it. The forms are a few hundred bytes.
+pub const DEFAULT_GATE_FORM_LEN: usize = 8 * 1024;
+
+/// Most proof-of-work difficulty (leading zero bits of SHA-256) a challenge may ask for.
+/// Each bit doubles the client's expected work: 24 bits is about 16 million hashes, several
+/// seconds on a phone.
+pub const DEFAULT_MAX_POW_DIFFICULTY: u8 = 24;
+
+/// Largest waiting-room capacity. Admitting a visitor looks for a free slot among the
+/// room's `capacity` slots in the state store (on the waiting path only; an admitted
+/// visitor's request touches one slot), so this bounds that walk.
+pub const DEFAULT_MAX_QUEUE_CAPACITY: u32 = 100_000;

@@ -26,7 +26,30 @@ pub(crate) enum MacroPart {
         /// The key after `.` or `:`, lower-cased.
         key: Option<String>,
     },
+    /// `%{TX:/^score_/}`: the first value whose key matches the regex, as libmodsecurity 3
+    /// expands a macro naming a regex-keyed variable.
+    Matching {
+        /// The variable.
+        variable: Variable,
+        /// The key regex.
+        keys: KeyRegex,
+    },
 }
+
+/// The key regex of a [`MacroPart::Matching`], compared by its pattern.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyRegex {
+    pattern: String,
+    selector: crate::variables::Selector,
+}
+
+impl PartialEq for KeyRegex {
+    fn eq(&self, other: &KeyRegex) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for KeyRegex {}
 
 impl MacroString {
     /// Compiles `text`. Fails with a message when a `%{...}` names an unknown variable or
@@ -43,7 +66,7 @@ impl MacroString {
             };
             let inner = after[..end].trim();
             let (name, key) = match inner.find(['.', ':']) {
-                Some(i) => (&inner[..i], Some(inner[i + 1..].to_ascii_lowercase())),
+                Some(i) => (&inner[..i], Some(&inner[i + 1..])),
                 None => (inner, None),
             };
             let variable = Variable::from_name(name)
@@ -51,7 +74,23 @@ impl MacroString {
             if !literal.is_empty() {
                 parts.push(MacroPart::Literal(std::mem::take(&mut literal)));
             }
-            parts.push(MacroPart::Variable { variable, key });
+            let regex = key
+                .filter(|k| k.len() >= 2 && k.starts_with('/') && k.ends_with('/'))
+                .map(|k| &k[1..k.len() - 1]);
+            match regex {
+                Some(pattern) => parts.push(MacroPart::Matching {
+                    variable,
+                    keys: KeyRegex {
+                        pattern: pattern.to_string(),
+                        selector: crate::variables::Selector::regex(pattern)
+                            .map_err(|e| format!("{e} in macro %{{{inner}}}"))?,
+                    },
+                }),
+                None => parts.push(MacroPart::Variable {
+                    variable,
+                    key: key.map(str::to_ascii_lowercase),
+                }),
+            }
             rest = &after[end + 1..];
         }
         literal.extend_from_slice(rest.as_bytes());
@@ -93,6 +132,9 @@ impl MacroString {
                 MacroPart::Variable { variable, key } => {
                     expander.append_variable(*variable, key.as_deref(), &mut out)
                 }
+                MacroPart::Matching { variable, keys } => {
+                    expander.append_matching(*variable, &keys.selector, &mut out)
+                }
             }
         }
         Cow::Owned(out)
@@ -112,6 +154,21 @@ pub(crate) trait MacroExpander {
         let _ = (variable, key);
         None
     }
+
+    /// Appends the first value of `variable` whose key `keys` selects (`%{TX:/re/}`);
+    /// nothing when none does.
+    fn append_matching(
+        &self,
+        variable: Variable,
+        keys: &crate::variables::Selector,
+        out: &mut Vec<u8>,
+    ) {
+        let _ = (variable, keys, out);
+    }
+
+    /// Called by an operator whose backtracking search hit its match limit, so that the
+    /// transaction can set `TX:MSC_PCRE_LIMITS_EXCEEDED` (see `operators/rx_backtrack.rs`).
+    fn note_match_limit_exceeded(&self) {}
 }
 
 #[cfg(test)]
@@ -140,6 +197,16 @@ mod tests {
     fn expands_keys_lower_cased() {
         let m = MacroString::parse("x %{tx.Score} %{MATCHED_VAR}!").unwrap();
         assert_eq!(&*m.expand(&Fixed), b"x TX.score MATCHED_VAR!");
+    }
+
+    #[test]
+    fn regex_keys_are_selectors() {
+        let m = MacroString::parse("%{TX:/^Score_/}").unwrap();
+        assert!(matches!(
+            m.parts.as_slice(),
+            [MacroPart::Matching { variable: Variable::Tx, keys }] if keys.pattern == "^Score_"
+        ));
+        assert!(MacroString::parse("%{TX:/(/}").is_err());
     }
 
     #[test]

@@ -147,7 +147,7 @@ impl Transaction {
     }
 
     /// A chunk of the request body. Buffered up to the body limit; past it the verdict is a
-    /// 413 intervention (`SecRequestBodyLimitAction Reject`) or the rest is ignored
+    /// 403 intervention (as libmodsecurity 3) (`SecRequestBodyLimitAction Reject`) or the rest is ignored
     /// (`ProcessPartial`).
     pub fn request_body(&mut self, chunk: &[u8]) -> Verdict {
         self.state.request_body(chunk)

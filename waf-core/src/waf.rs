@@ -213,6 +213,45 @@ impl Waf {
         self.policy.counters()
     }
 
+    /// Whether `path` (the raw request path, without the query) is a gate endpoint of the
+    /// policy (`[gates] path_prefix`, `/.waf/` by default): the challenge answer, sign-in
+    /// and sign-out. The host then reads the body (up to
+    /// [`DEFAULT_GATE_FORM_LEN`](crate::limits::DEFAULT_GATE_FORM_LEN)) and calls
+    /// [`Waf::gate_request`] instead of forwarding the request.
+    pub fn is_gate_path(&self, path: &[u8]) -> bool {
+        self.policy.is_gate_path(path)
+    }
+
+    /// Answers a gate endpoint request (see [`Waf::is_gate_path`]) with its form `body`;
+    /// `None` when `head` is not one. When the answer holds a
+    /// [`mail`](policy::gate::GateResponse::mail), send it first, and answer
+    /// [`send_failed`](policy::gate::GateResponse::send_failed) if that fails.
+    pub fn gate_request(
+        &self,
+        conn: &ConnectionInfo,
+        head: &crate::RequestHead<'_>,
+        body: &[u8],
+        now: SystemTime,
+        request_id: &str,
+    ) -> Option<policy::gate::GateResponse> {
+        self.policy.gate_request(conn, head, body, now, request_id)
+    }
+
+    /// The block page for `intervention` with this policy's pages (its `[gates]` templates
+    /// and strings, else the built-in ones): [`crate::host::block_response`] for hosts
+    /// whose deployment replaced the pages.
+    pub fn block_response(
+        &self,
+        intervention: &crate::Intervention,
+        request_id: &str,
+        accept: Option<&[u8]>,
+    ) -> crate::host::BlockPage {
+        match self.policy.pages() {
+            Some(p) => p.block(intervention, request_id, accept),
+            None => crate::host::block_response(intervention, request_id, accept),
+        }
+    }
+
     /// Whether a response body can be blocked: the engine is `On`, `SecResponseBodyAccess`
     /// is on, and some phase-4 rule has a disruptive action (`deny`, `drop`, `redirect`,
     /// with `block` resolved). A host that streams responses can hold the body for phase 4

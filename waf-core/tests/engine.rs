@@ -373,7 +373,7 @@ fn request_body_limit_rejects_or_processes_partially() {
         &[b'a'; 11],
         ("text/plain", b""),
     );
-    assert_eq!(o.blocked(), Some(413));
+    assert_eq!(o.blocked(), Some(403));
     let partial = waf(&format!(
         "{ON}SecRequestBodyLimit 10\nSecRequestBodyLimitAction ProcessPartial\n\
          SecRule REQUEST_BODY \"@contains evil\" \"id:1,phase:2,deny,ctl:forceRequestBodyVariable=On\"\n\
@@ -431,7 +431,11 @@ fn load_errors_carry_file_line_and_column() {
             "nosuchaction",
         ),
         ("SecRule ARGS \"@rx x\" \"phase:1\"\n", 1, "id"),
-        ("SecRule ARGS \"@rx x\" \"id:1,chain\"\n", 1, "chain"),
+        (
+            "SecRule ARGS \"@rx x\" \"id:1,chain\"\nSecMarker m\n",
+            2,
+            "chain",
+        ),
         ("SecRule ARGS \"@rx (\" \"id:1\"\n", 1, "regex"),
         (
             "\nSecRule GEO:country_code \"@streq XX\" \"id:1\"\n",

@@ -405,6 +405,8 @@ skip = ["crs"]
 name = "suspicious"
 expression = 'http.request.uri.path == "/challenge"'
 action = "challenge"
+[gates]
+keys = ["a test key of at least thirty-two bytes"]
 [[rules]]
 name = "custom-page"
 expression = 'http.request.uri.path == "/gone"'
@@ -434,7 +436,9 @@ page = "<p>gone</p>"
     // allow that skips CRS.
     assert_eq!(run(&w, Req::get("/health?q=evil")).status, None);
     // challenge blocks until challenges exist.
-    assert_eq!(run(&w, Req::get("/challenge")).status, Some(403));
+    let o = run(&w, Req::get("/challenge"));
+    assert_eq!(o.status, Some(403));
+    assert!(o.effects.gate.is_some(), "a challenge page to answer with");
     let o = run(&w, Req::get("/gone"));
     assert_eq!(o.status, Some(410));
     assert_eq!(o.effects.page.as_deref(), Some(&b"<p>gone</p>"[..]));

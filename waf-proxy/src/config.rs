@@ -59,6 +59,16 @@
 //! headers = { hsts = "max-age=31536000", csp = "default-src 'self'" }
 //! cookies = { secure = true, http_only = true, same_site = "Lax" }
 //! forwarding = { x_forwarded = true, forwarded = true }
+//!
+//! [state]                              # share rate limits and bans with a fleet (default:
+//!                                      # each process alone); see crate::fleet
+//! redis = "redis://10.0.0.5:6379"      # or a list of cluster seed nodes
+//! cluster = false                      # Redis Cluster
+//! interval_ms = 100                    # reconcile every (10..=1000)
+//! timeout_ms = 250                     # a round slower than this: Redis counts as down
+//! cut_off = "local"                    # while Redis is down: "local" limits, or "share":
+//! nodes = 3                            #   limit / nodes on each node (nodes: share only)
+//! prefix = "waf"                       # of every Redis key
 //! ```
 
 use std::fmt;
@@ -138,6 +148,12 @@ pub struct RawConfig {
     /// Reputation lists, shared by all hosts.
     #[serde(default)]
     pub reputation: Vec<waf_core::policy::ReputationConfig>,
+    /// Fleet state on Redis (`crate::fleet`).
+    #[serde(default)]
+    pub state: Option<crate::fleet::RawState>,
+    /// The mail relay that sends sign-in codes (`[smtp]`, `crate::mail`).
+    #[serde(default)]
+    pub smtp: Option<crate::mail::RawSmtp>,
 }
 
 /// `[server]`.
@@ -420,6 +436,9 @@ pub struct RawHost {
     /// Behaviour scoring (`[host.scoring]`).
     #[serde(default)]
     pub scoring: Option<waf_core::policy::ScoringConfig>,
+    /// Challenges, waiting rooms and sign-in (`[host.gates]`, `waf_core::policy::gate`).
+    #[serde(default)]
+    pub gates: Option<waf_core::policy::gate::GateConfig>,
 }
 
 /// `tls = { cert, key }`.
@@ -654,6 +673,10 @@ pub struct Config {
     pub upstreams: Vec<UpstreamConfig>,
     /// Hosts.
     pub hosts: Vec<HostConfig>,
+    /// Rate limits and bans shared with a fleet through Redis (`[state]`), if configured.
+    pub state: Option<waf_redis::FleetConfig>,
+    /// The mail relay for sign-in codes.
+    pub smtp: Option<crate::mail::Smtp>,
 }
 
 /// Where log lines go.
@@ -839,7 +862,7 @@ impl Config {
 
     /// Validates `text` as if read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigErrors> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        let mut raw: RawConfig = toml::from_str(text).map_err(|e| {
             let location = match e.span() {
                 Some(span) => {
                     let (line, col) = line_col(text, span.start);
@@ -852,14 +875,25 @@ impl Config {
                 message: e.message().to_string(),
             }])
         })?;
-        Config::try_from((path, raw)).map_err(|mut e| {
+        let state = raw.state.take();
+        let shares = raw
+            .hosts
+            .iter()
+            .any(|h| !h.rate_limit.is_empty() || h.bans.is_some());
+        let fleet = crate::fleet::validate(path, text, state, shares);
+        let mut config = Config::try_from((path, raw)).map_err(|mut e| {
             crate::policy::locate_in_file(path, text, &mut e);
+            if let Err(f) = &fleet {
+                e.0.extend(f.iter().cloned());
+            }
             e
-        })
+        })?;
+        config.state = fleet.map_err(ConfigErrors)?;
+        Ok(config)
     }
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -1133,14 +1167,25 @@ impl TryFrom<(&Path, RawConfig)> for Config {
         let mut defaults = 0;
         let shared_policy =
             crate::policy::SharedPolicy::new(raw.lists, raw.geo, raw.reputation, &base);
+        let smtp = raw
+            .smtp
+            .map(|r| crate::mail::Smtp::try_from(r).map_err(|e| errs.push("smtp", e)))
+            .and_then(Result::ok);
         for (i, h) in raw.hosts.into_iter().enumerate() {
             let key = format!("host[{i}]");
+            if h.gates.as_ref().is_some_and(|g| g.sign_in.is_some()) && smtp.is_none() {
+                errs.push(
+                    format!("{key}.gates.sign_in"),
+                    "sign-in sends codes by mail: add an [smtp] section",
+                );
+            }
             let policy = crate::policy::host_policy(
                 &shared_policy,
                 h.rules,
                 h.rate_limit,
                 h.bans,
                 h.scoring,
+                h.gates,
                 &base,
             )
             .unwrap_or_else(|e| {
@@ -1349,6 +1394,8 @@ impl TryFrom<(&Path, RawConfig)> for Config {
             log_queue: raw.log.queue,
             upstreams,
             hosts,
+            state: None,
+            smtp,
         })
     }
 }

@@ -33,6 +33,13 @@
 //! ttl_secs = 600
 //! [host.scoring]
 //! threshold = 20
+//! [host.gates]                     # challenges, waiting rooms, sign-in (waf_core::policy::gate)
+//! keys = ["at least 32 bytes of secret"]
+//! [[host.gates.waiting_room]]
+//! name = "sale"
+//! capacity = 500
+//! [host.gates.sign_in]             # needs [smtp] (crate::mail)
+//! allowed = ["@example.com"]
 //! ```
 //!
 //! Relative file paths are relative to the config file. The policy is compiled when the
@@ -49,6 +56,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use http::HeaderMap;
+use waf_core::policy::gate::GateConfig;
 use waf_core::policy::{
     BanConfig, GeoConfig, ListConfig, PolicyConfig, PolicyEffects, RateLimitConfig,
     ReputationConfig, RuleConfig, ScoringConfig, Store,
@@ -103,13 +111,22 @@ pub fn host_policy(
     rate_limits: Vec<RateLimitConfig>,
     bans: Option<BanConfig>,
     scoring: Option<ScoringConfig>,
+    mut gates: Option<GateConfig>,
     base: &Path,
 ) -> Result<Option<PolicyConfig>, String> {
-    if rules.is_empty() && rate_limits.is_empty() && bans.is_none() && scoring.is_none() {
+    if rules.is_empty()
+        && rate_limits.is_empty()
+        && bans.is_none()
+        && scoring.is_none()
+        && gates.is_none()
+    {
         return Ok(None);
     }
     for r in &mut rules {
         r.page_file = r.page_file.take().map(|f| base.join(f));
+    }
+    if let Some(g) = &mut gates {
+        g.pages.resolve_paths(base);
     }
     let config = PolicyConfig {
         lists: shared.lists.clone(),
@@ -119,6 +136,7 @@ pub fn host_policy(
         scoring,
         geo: shared.geo.clone(),
         reputation: shared.reputation.clone(),
+        gates,
     };
     WafBuilder::check_policy(&config).map_err(|e| e.to_string())?;
     Ok(Some(config))
@@ -231,7 +249,8 @@ pub fn attach(waf: Waf, policy: Option<&PolicyConfig>, label: &str) -> Result<Wa
         return Ok(waf);
     };
     let mut stores = stores().lock().unwrap_or_else(|e| e.into_inner());
-    let store = stores.get(label).cloned();
+    // With `[state]`, the fleet's store of this host (the same one across reloads).
+    let store = crate::fleet::store(label).or_else(|| stores.get(label).cloned());
     let waf = waf.with_policy(config, store).map_err(|e| e.to_string())?;
     stores.insert(label.to_string(), waf.policy_store());
     Ok(waf)
@@ -341,6 +360,7 @@ pub fn metrics(state: &State, out: &mut String) {
             h.waf.bans(SystemTime::now()).len()
         ));
     }
+    crate::fleet::metrics(out);
 }
 
 /// Re-reads changed list files and databases of the running state every `every`, on a

@@ -74,6 +74,8 @@ pub fn run(config: Config, watch: Option<PathBuf>) -> io::Result<()> {
     let reload_poll = config.reload_poll;
     let drain = config.shutdown_timeout;
     let workers = config.workers.max(1);
+    // Before the state: each host's policy takes its store from the fleet.
+    crate::fleet::start(config.state.as_ref()).map_err(io::Error::other)?;
     let state = State::build(config).map_err(|e| io::Error::other(e.join("\n")))?;
     let cfg = &state.config;
     let access_log = LogSink::start("access", &cfg.access_log, cfg.log_queue)?;
@@ -426,8 +428,11 @@ pub async fn reload(shared: &Shared, path: &Path) {
                 || o.workers != n.workers
                 || o.access_log != n.access_log
                 || o.audit_log != n.audit_log
+                || o.state != n.state
             {
-                tracing::warn!("listeners, workers and log targets change only on restart");
+                tracing::warn!(
+                    "listeners, workers, log targets and [state] change only on restart"
+                );
             }
             shared.state.store(Arc::new(new));
             shared.metrics.reloads_ok.fetch_add(1, Ordering::Relaxed);

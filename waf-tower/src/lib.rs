@@ -58,8 +58,13 @@
 //!
 //! - `axum` (default): read the peer address from axum's `ConnectInfo<SocketAddr>`. Without
 //!   it, insert a [`PeerAddr`] extension.
+//! - `redis`: [`WafLayerBuilder::fleet_policy`], a policy whose rate limits and bans hold
+//!   for a fleet of servers through Redis ([`waf_redis`], re-exported).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+
+#[cfg(feature = "redis")]
+pub use waf_redis;
 
 mod body;
 mod config;

@@ -96,6 +96,9 @@ pub(crate) enum Ctl {
     ResponseBodyLimit(usize),
     /// `auditEngine`: recorded in the report; this engine writes no audit log itself.
     AuditEngine(bool),
+    /// `auditLogParts=+E`: checked and accepted; the core writes no audit log, so the parts
+    /// are for the host's log (not carried in the report yet).
+    AuditLogParts,
 }
 
 impl Ctl {
@@ -151,6 +154,19 @@ impl Ctl {
                     ))
                 }
             }),
+            "auditlogparts" => {
+                let parts = value.strip_prefix(['+', '-']).unwrap_or(value);
+                if parts.is_empty()
+                    || !parts
+                        .bytes()
+                        .all(|b| matches!(b.to_ascii_uppercase(), b'A'..=b'K' | b'Z'))
+                {
+                    return Err(format!(
+                        "ctl:auditLogParts needs audit log part letters (A-K, Z), got {value:?}"
+                    ));
+                }
+                Ctl::AuditLogParts
+            }
             _ => return Err(format!("unsupported ctl option {name}")),
         })
     }

@@ -47,6 +47,8 @@ pub(crate) enum Action {
     MultiMatch,
     // Per-match effects.
     Effect(Effect),
+    /// `xmlns:prefix=URI`: a namespace prefix for the rule's XPath targets.
+    Xmlns(String, String),
 }
 
 /// The disruptive action of a rule.
@@ -62,8 +64,8 @@ pub(crate) enum Disruptive {
     Drop,
     /// `allow`, `allow:phase`, `allow:request`.
     Allow(AllowScope),
-    /// `redirect:URL`.
-    Redirect(String),
+    /// `redirect:URL`, macros expanded when it fires (`redirect:/blocked?id=%{RULE.id}`).
+    Redirect(MacroString),
 }
 
 /// How far `allow` reaches.
@@ -144,7 +146,7 @@ pub(crate) fn parse(ast: &ActionAst) -> Result<Action, String> {
                 Some(other) => return Err(format!("unknown allow scope {other:?}")),
             },
         )),
-        "redirect" => Action::Disruptive(Disruptive::Redirect(need("a URL")?.to_string())),
+        "redirect" => Action::Disruptive(Disruptive::Redirect(macro_value("a URL")?)),
         "status" => {
             let n = number("an HTTP status")?;
             if !(100..=999).contains(&n) {
@@ -171,6 +173,13 @@ pub(crate) fn parse(ast: &ActionAst) -> Result<Action, String> {
                         .ok_or_else(|| format!("unsupported transformation t:{v}"))?,
                 ))
             }
+        }
+        "xmlns" => {
+            let v = need("prefix=URI")?;
+            let (prefix, uri) = v
+                .split_once('=')
+                .ok_or_else(|| format!("xmlns needs prefix=URI, got {v:?}"))?;
+            Action::Xmlns(prefix.trim().to_string(), uri.trim().to_string())
         }
         "capture" => Action::Capture,
         "multimatch" => Action::MultiMatch,
@@ -207,7 +216,34 @@ pub(crate) fn parse(ast: &ActionAst) -> Result<Action, String> {
                 MacroString::parse(secs.trim())?,
             ))
         }
-        _ => return Err(format!("unsupported action {}", ast.name)),
+        _ => {
+            return Err(match refused(&name) {
+                Some(why) => format!("unsupported action {}: {why}", ast.name),
+                None => format!("unsupported action {}: not a ModSecurity action", ast.name),
+            })
+        }
+    })
+}
+
+/// Why a ModSecurity action is refused (the table in `docs/COMPATIBILITY.md` lists the same).
+pub(crate) fn refused(lower_name: &str) -> Option<&'static str> {
+    Some(match lower_name {
+        "exec" => "it runs an external program or Lua script, which waf-core never does",
+        "append" | "prepend" => "changing the response body is not supported",
+        "proxy" => "forwarding a request is the host's I/O, not the engine's",
+        "pause" => "it would hold a worker; waf-core never blocks",
+        "sanitisearg"
+        | "sanitisematched"
+        | "sanitisematchedbytes"
+        | "sanitiserequestheader"
+        | "sanitiseresponseheader" => {
+            "the core writes no audit log to mask; mask data in the host's log"
+        }
+        "setuid" | "setsid" | "setrsc" => {
+            "USER, SESSION and RESOURCE records keyed by these actions are not kept"
+        }
+        "deprecatevar" => "collection values that decay over time are not kept",
+        _ => return None,
     })
 }
 

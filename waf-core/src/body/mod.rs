@@ -50,7 +50,7 @@
 //! | XML deeper than 1024, or entity expansion past its limits | idem |
 //! | more multipart parts than 1000, more than 32 headers in a part, a part header line over 4096 bytes | idem |
 //!
-//! A body over `SecRequestBodyLimit` is refused with 413 (`SecRequestBodyLimitAction
+//! A body over `SecRequestBodyLimit` is refused with 403, as libmodsecurity 3 answers (`SecRequestBodyLimitAction
 //! Reject`, both profiles); `ProcessPartial` is an explicit opt-in to inspect only the
 //! first part. Malformed bodies (bad JSON, XML or multipart syntax) set `REQBODY_ERROR`
 //! as in ModSecurity, and both profiles deny those with 400 by rule (100010, 200002).
@@ -64,6 +64,7 @@ pub(crate) mod multipart;
 pub(crate) mod sniff;
 pub(crate) mod urlencoded;
 pub(crate) mod xml;
+pub(crate) mod xpath;
 
 #[cfg(test)]
 mod tests {

@@ -275,6 +275,15 @@ fn parse_boundary(ct: &[u8], mp: &mut Multipart) -> Option<Vec<u8>> {
         }
     }
     let mut value = &ct[eq + 1..];
+    // `boundary=x; charset=utf-8`: a charset parameter after the boundary is tolerated, as
+    // libmodsecurity 3 does (browsers never send it; some HTTP clients do).
+    if let Some(semi) = memchr::memchr(b';', value) {
+        let rest = value[semi + 1..].trim_ascii_start().to_ascii_lowercase();
+        let param = rest.strip_prefix(b"charset").map(<[u8]>::trim_ascii_start);
+        if param.is_some_and(|p| p.starts_with(b"=")) {
+            value = value[..semi].trim_ascii_end();
+        }
+    }
     if value.first().is_some_and(|&c| is_c_space(c)) {
         mp.flags.boundary_whitespace = true;
         // ModSecurity keeps the space in the boundary; no client sends one there, so
@@ -1129,6 +1138,18 @@ mod tests {
     }
 
     #[test]
+    fn charset_after_boundary_is_tolerated() {
+        let body = crlf("--b\nContent-Disposition: form-data; name=\"a\"\n\nv\n--b--\n");
+        for ct in [
+            "multipart/form-data; boundary=b; charset=utf-8",
+            "multipart/form-data; boundary=\"b\"; Charset = UTF-8",
+        ] {
+            let mp = run(ct, &body);
+            assert_eq!(mp.error, None, "{ct}");
+        }
+    }
+
+    #[test]
     fn crs_922130_8_no_headers() {
         let body = crlf("--boundary123\ntest\n--boundary123\nyet another test\n--boundary123--\n");
         let mp = run("multipart/form-data; boundary=boundary123", &body);
@@ -1168,6 +1189,7 @@ mod tests {
             ("multipart/form-data; boundaryx=a", "parameter name"),
             ("multipart/form-data; boundary=\"a", "quote"),
             ("multipart/form-data; boundary=a;b", "characters"),
+            ("multipart/form-data; boundary=a; name=x", "characters"),
             ("multipart/form-data; boundary=\"\"", "empty"),
         ];
         for (ct, msg) in cases {

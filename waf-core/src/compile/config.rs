@@ -11,7 +11,7 @@ use crate::waf::EngineMode;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LimitAction {
-    /// Answer 413 (request) or 500 (response).
+    /// Answer 403, as libmodsecurity 3 does for both bodies.
     Reject,
     /// Inspect the prefix, pass the rest.
     ProcessPartial,
@@ -36,13 +36,20 @@ pub(crate) struct Config {
     pub(crate) component_signatures: Vec<String>,
     pub(crate) web_app_id: String,
     pub(crate) collection_timeout_secs: u64,
+    /// `SecPcreMatchLimit` (0: [`limits::DEFAULT_PCRE_MATCH_LIMIT`]).
+    pub(crate) pcre_match_limit: usize,
+    /// `SecPcreMatchLimitRecursion` (0: unset); lowers the same bound when smaller.
+    pub(crate) pcre_match_limit_recursion: usize,
+    /// `SecUnicodeMapFile`: the code page section `t:urlDecodeUni` maps `%uXXXX` with.
+    pub(crate) unicode_map: Option<std::sync::Arc<crate::transformations::unicode_map::UnicodeMap>>,
 }
 
 impl Default for Config {
     fn default() -> Config {
         Config {
             engine_mode: EngineMode::Off,
-            request_body_access: false,
+            // libmodsecurity 3 processes the body unless SecRequestBodyAccess is Off.
+            request_body_access: true,
             request_body_limit: limits::DEFAULT_REQUEST_BODY_LIMIT,
             request_body_no_files_limit: limits::DEFAULT_REQUEST_BODY_NO_FILES_LIMIT,
             request_body_limit_action: LimitAction::Reject,
@@ -56,6 +63,9 @@ impl Default for Config {
             component_signatures: Vec::new(),
             web_app_id: "default".to_string(),
             collection_timeout_secs: 3600,
+            pcre_match_limit: 0,
+            pcre_match_limit_recursion: 0,
+            unicode_map: None,
         }
     }
 }
@@ -82,17 +92,77 @@ const NO_EFFECT: &[&str] = &[
     "secdebuglog",
     "secdebugloglevel",
     "secrxprefilter",
-    "secpcrematchlimit",
-    "secpcrematchlimitrecursion",
     "secstatusengine",
     "secserversignature",
     "sectmpsaveuploadedfiles",
-    "secunicodemapfile",
     "secxmlexternalentity",
     "seccookieformat",
 ];
 
+/// Why a ModSecurity directive is refused (the table in `docs/COMPATIBILITY.md` lists the
+/// same).
+pub(crate) fn refused_directive(lower_name: &str) -> Option<&'static str> {
+    Some(match lower_name {
+        "secrulescript" => {
+            "Lua scripts are not run: waf-core embeds no script interpreter (a script could do \
+             I/O and block a worker)"
+        }
+        "secremoterules" | "secremoterulesfailaction" => {
+            "fetching rules over the network is I/O, which waf-core does not do"
+        }
+        "secgeolookupdb" => {
+            "@geoLookup is not supported; GeoIP is the native policy's (ip.src.country)"
+        }
+        "secgsblookupdb" => "Google Safe Browsing lookups are network I/O",
+        "sechttpblkey" => "@rbl DNS lookups are network I/O",
+        "secchrootdir" => "a web server process setting, not an engine's",
+        "secconnengine"
+        | "secconnreadstatelimit"
+        | "secconnwritestatelimit"
+        | "secreadstatelimit"
+        | "secwritestatelimit" => {
+            "connection state limits are Apache-only; use the native rate limits"
+        }
+        "seccontentinjection" | "secstreaminbodyinspection" | "secstreamoutbodyinspection" => {
+            "changing or streaming bodies (append, prepend, STREAM_*_BODY) is not supported"
+        }
+        "secdisablebackendcompression" => "upstream compression is the host's business",
+        "sechashengine" | "sechashkey" | "sechashparam" | "sechashmethodrx" | "sechashmethodpm" => {
+            "the HMAC hash engine is not supported (nor by libmodsecurity 3)"
+        }
+        "secguardianlog" => "piping to an external log program is not supported",
+        "secinterceptonerror" => "the engine always answers with a verdict; errors never pass",
+        "secruleperftime" => "per-rule timing (PERF_*) is not kept",
+        "secsensorid" => "audit log identification is the host's",
+        "secuploadfilelimit" => "the multipart part limit is fixed (DEFAULT_MULTIPART_PART_LIMIT)",
+        "seccookiev0separator" => "version 0 cookies are split on ';' only",
+        "secunicodecodepage" => "deprecated in ModSecurity 2.6, replaced by SecUnicodeMapFile",
+        "seccachetransformations" => {
+            "removed in ModSecurity 2.7; transformed values are always cached here"
+        }
+        "secpdfprotect"
+        | "secpdfprotectmethod"
+        | "secpdfprotectsecret"
+        | "secpdfprotecttimeout"
+        | "secpdfprotecttokenname" => "removed in ModSecurity 2.6",
+        "secruleinheritance" => {
+            "configuration contexts (Apache <Location>) do not exist: one Waf is one context"
+        }
+        _ => return None,
+    })
+}
+
 impl Config {
+    /// The step bound of one backtracking search: the smaller of `SecPcreMatchLimit` and
+    /// `SecPcreMatchLimitRecursion` where set (0: the default).
+    pub(crate) fn backtrack_limit(&self) -> usize {
+        match (self.pcre_match_limit, self.pcre_match_limit_recursion) {
+            (0, r) => r,
+            (m, 0) => m,
+            (m, r) => m.min(r),
+        }
+    }
+
     /// Applies one `Setting` directive. Unknown directives are errors.
     pub(crate) fn apply(
         &mut self,
@@ -132,6 +202,12 @@ impl Config {
                 ))),
             }
         };
+        let positive = |n: usize| -> Result<usize, Error> {
+            if n == 0 {
+                return Err(invalid(format!("{name} must be at least 1")));
+            }
+            Ok(n)
+        };
         let lower = name.to_ascii_lowercase();
         match lower.as_str() {
             "secruleengine" => {
@@ -161,6 +237,36 @@ impl Config {
                     _ => return Err(invalid(format!("{name} takes one character, got {a:?}"))),
                 }
             }
+            "secpcrematchlimit" => self.pcre_match_limit = positive(size()?)?,
+            "secpcrematchlimitrecursion" => self.pcre_match_limit_recursion = positive(size()?)?,
+            "secunicodemapfile" => {
+                let [file, code_page] = args else {
+                    return Err(invalid(format!(
+                        "{name} takes a file and a code page, got {} arguments",
+                        args.len()
+                    )));
+                };
+                let code_page: u32 = code_page.parse().map_err(|_| {
+                    invalid(format!(
+                        "{name} needs a code page number, got {code_page:?}"
+                    ))
+                })?;
+                let path = std::path::Path::new(file.as_str());
+                let path = match std::path::Path::new(&*span.file).parent() {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path.to_path_buf(),
+                };
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        Some(span),
+                        format!("cannot read unicode map file {}: {e}", path.display()),
+                    )
+                })?;
+                let map = crate::transformations::unicode_map::UnicodeMap::parse(&text, code_page)
+                    .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+                self.unicode_map = Some(std::sync::Arc::new(map));
+            }
             "seccomponentsignature" => self.component_signatures.push(args.join(" ")),
             "secwebappid" => self.web_app_id = one()?.to_string(),
             "seccollectiontimeout" => {
@@ -176,11 +282,11 @@ impl Config {
                 });
             }
             _ => {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    Some(span),
-                    format!("unknown or unsupported directive {name}"),
-                ))
+                let message = match refused_directive(&lower) {
+                    Some(why) => format!("unsupported directive {name}: {why}"),
+                    None => format!("unknown or unsupported directive {name}"),
+                };
+                return Err(Error::new(ErrorKind::Unsupported, Some(span), message));
             }
         }
         Ok(())

@@ -67,6 +67,7 @@ pub(crate) fn lower(
                 directives.push(Directive {
                     span: span.clone(),
                     kind,
+                    note: None,
                 });
             }
             Some(prefix) => {

@@ -3,8 +3,11 @@
 //! The second of the three stages. Everything that can be decided once is decided here:
 //! names become enums, operators and regexes are compiled, `block` is resolved against
 //! `SecDefaultAction`, chains are linked, `skipAfter` markers become step indices, and
-//! `SecRuleRemove*`/`SecRuleUpdate*` directives are applied to the rules defined before
-//! them (as ModSecurity does). Anything unsupported fails the load with its location;
+//! `SecRuleRemove*`/`SecRuleUpdate*` directives are applied to the rules they name wherever
+//! those are defined, before or after the directive: libmodsecurity 3 keeps them as
+//! rule-set-wide exceptions consulted at run time (ModSecurity 2 applied them only to rules
+//! defined before; a v2 rule set that relied on an update placed before its rule having no
+//! effect behaves differently, none known). Anything unsupported fails the load with its location;
 //! an exclusion that names nothing is a warning.
 
 mod config;
@@ -85,8 +88,6 @@ struct Draft {
     span: Span,
     ast: Option<RuleAst>,
     actions: Vec<ActionAst>,
-    /// Default actions of each phase in force where the rule was defined.
-    defaults: usize,
     chain: Vec<Draft>,
     id: u64,
     phase: u8,
@@ -112,8 +113,16 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     let mut default_sets: Vec<[Vec<ActionAst>; 5]> = vec![Default::default()];
     let mut chain_open = false;
     let mut seen_ids: HashMap<u64, Span> = HashMap::new();
+    // Removal and update directives, applied once every rule is known (see the module doc).
+    let mut exceptions: Vec<&Directive> = Vec::new();
 
     for d in directives {
+        if let Some(note) = &d.note {
+            warnings.push(Warning {
+                location: Some(Location::from_span(&d.span)),
+                message: note.clone(),
+            });
+        }
         match &d.kind {
             DirectiveKind::Rule(_) | DirectiveKind::Action(_) => {
                 let (ast, acts) = match &d.kind {
@@ -126,7 +135,6 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
                     span: d.span.clone(),
                     ast,
                     actions: acts,
-                    defaults: default_sets.len() - 1,
                     chain: Vec::new(),
                     id: 0,
                     phase: 2,
@@ -143,14 +151,18 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
                     parent.chain.push(draft);
                 } else {
                     scan_metadata(&mut draft)?;
-                    if draft.id == 0 {
+                    // libmodsecurity 3 runs a `SecAction` without an id (v2 refuses it); a
+                    // `SecRule` needs one in both.
+                    let anonymous_action = draft.id == 0 && draft.ast.is_none();
+                    if draft.id == 0 && !anonymous_action {
                         return Err(Error::new(
                             ErrorKind::Invalid,
                             Some(&d.span),
                             "rule has no id action",
                         ));
                     }
-                    if let Some(prev) = seen_ids.insert(draft.id, d.span.clone()) {
+                    if anonymous_action {
+                    } else if let Some(prev) = seen_ids.insert(draft.id, d.span.clone()) {
                         return Err(Error::new(
                             ErrorKind::Invalid,
                             Some(&d.span),
@@ -174,6 +186,19 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
                         "a rule with the chain action must be followed by a SecRule",
                     ));
                 }
+                if matches!(
+                    other,
+                    DirectiveKind::RemoveById(_)
+                        | DirectiveKind::RemoveByTag(_)
+                        | DirectiveKind::RemoveByMsg(_)
+                        | DirectiveKind::UpdateTargetById { .. }
+                        | DirectiveKind::UpdateTargetByTag { .. }
+                        | DirectiveKind::UpdateTargetByMsg { .. }
+                        | DirectiveKind::UpdateActionById { .. }
+                ) {
+                    exceptions.push(d);
+                    continue;
+                }
                 apply_directive(
                     other,
                     &d.span,
@@ -186,13 +211,32 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
             }
         }
     }
+    for d in exceptions {
+        apply_directive(
+            &d.kind,
+            &d.span,
+            &mut config,
+            &mut warnings,
+            &mut drafts,
+            &mut items,
+            &mut default_sets,
+        )?;
+    }
     if chain_open {
-        let span = drafts.last().map(|d| d.span.clone());
-        return Err(Error::new(
-            ErrorKind::Invalid,
-            span.as_ref(),
-            "the last rule has the chain action but no rule follows",
-        ));
+        // ModSecurity loads a rule set whose last rule says `chain` with nothing after it,
+        // and that chain never completes, so it never fires (v3 `RuleWithOperator::evaluate`:
+        // "rule is marked as chained but there isn't a subsequent rule"). Same here: the
+        // rule is dropped, with a warning.
+        if let Some(last) = drafts.last_mut() {
+            last.removed = true;
+            warnings.push(Warning {
+                location: Some(Location::from_span(&last.span)),
+                message: format!(
+                    "rule {} has the chain action but no rule follows: it never matches",
+                    last.id
+                ),
+            });
+        }
     }
 
     // Fold drafts into rules and lay out the phases.
@@ -207,7 +251,16 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
                 if draft.removed {
                     continue;
                 }
-                let rule = build_rule(draft, &default_sets[draft.defaults], None, &mut interner)?;
+                // libmodsecurity 3 reads the defaults from the rule set at run time, so the
+                // last default of a phase applies to every rule of that phase, before or
+                // after it (ModSecurity 2 applied it to the rules that follow).
+                let rule = build_rule(
+                    draft,
+                    &default_sets[default_sets.len() - 1],
+                    None,
+                    &mut interner,
+                    &config,
+                )?;
                 let phase_index = usize::from(rule.phase - 1);
                 phases[phase_index].push(Step::Rule(rules.len()));
                 rules.push(rule);
@@ -241,6 +294,7 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     }
 
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
+    warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
     let prefilters = prefilter::build(&mut rules, backend);
     let summaries = plan::build(&mut rules);
@@ -313,6 +367,43 @@ fn cache_columns(rules: &mut [Rule]) -> usize {
         renumber(r, &column);
     }
     wanted.len()
+}
+
+/// Names each rule that runs a pattern on the backtracking engine (`@rx` or a key regex the
+/// linear-time engine cannot compile): it is bounded by `SecPcreMatchLimit`, not linear.
+fn warn_backtracking(rules: &[Rule], warnings: &mut Vec<Warning>) {
+    fn visit(rule: &Rule, id: u64, warnings: &mut Vec<Warning>) {
+        let op = rule
+            .operator
+            .as_ref()
+            .is_some_and(|o| o.operator.uses_backtracking());
+        let keys = rule
+            .targets
+            .iter()
+            .map(|t| &t.selector)
+            .chain(rule.exclusions.iter().map(|(_, s)| s))
+            .any(|s| s.uses_backtracking());
+        if op || keys {
+            let what = match (op, keys) {
+                (true, true) => "its @rx pattern and a key regex",
+                (true, false) => "its @rx pattern",
+                _ => "a key regex",
+            };
+            warnings.push(Warning {
+                location: Some(Location::from_span(&rule.span)),
+                message: format!(
+                    "rule {id}: {what} needs the backtracking engine (look-around or backreferences); \
+                     it runs bounded by SecPcreMatchLimit, not in linear time"
+                ),
+            });
+        }
+        if let Some(c) = &rule.chain {
+            visit(c, id, warnings);
+        }
+    }
+    for r in rules {
+        visit(r, r.id, warnings);
+    }
 }
 
 /// A `ctl:ruleRemove*` that selects no rule of the whole set has no effect: say so at load.
@@ -393,6 +484,15 @@ fn apply_directive(
             for a in acts {
                 match actions::parse(a) {
                     Ok(Action::Phase(p)) => phase = Some(p),
+                    Ok(Action::Transform(None)) => {
+                        // libmodsecurity 3: "The transformation none is not suitable to be
+                        // part of the SecDefaultActions".
+                        return Err(Error::new(
+                            ErrorKind::Invalid,
+                            Some(&a.span),
+                            "t:none cannot be part of SecDefaultAction",
+                        ));
+                    }
                     Ok(Action::Id(_)) => {
                         return Err(Error::new(
                             ErrorKind::Invalid,
@@ -411,6 +511,33 @@ fn apply_directive(
                     "SecDefaultAction must name a phase",
                 )
             })?;
+            // libmodsecurity 3 refuses a default without a disruptive action, and a second
+            // default for a phase in one configuration context (here: one file; a later
+            // file's default replaces an earlier file's).
+            if !acts
+                .iter()
+                .any(|a| matches!(actions::parse(a), Ok(Action::Disruptive(_))))
+            {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Some(span),
+                    "SecDefaultAction must specify a disruptive action",
+                ));
+            }
+            let current = default_sets.last().map(|set| &set[usize::from(phase - 1)]);
+            if let Some(prev) = current.and_then(|acts| acts.first()) {
+                if prev.span.file == span.file {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        Some(span),
+                        format!(
+                            "SecDefaultAction can only be placed once per phase and \
+                             configuration context: phase {phase} was set at {}",
+                            Location::from_span(&prev.span)
+                        ),
+                    ));
+                }
+            }
             let mut set = default_sets.last().cloned().unwrap_or_default();
             set[usize::from(phase - 1)] = acts.clone();
             default_sets.push(set);
@@ -422,10 +549,7 @@ fn apply_directive(
                 hit = true;
             }
             if !hit {
-                warn(
-                    warnings,
-                    "SecRuleRemoveById matches no rule defined before it".into(),
-                );
+                warn(warnings, "SecRuleRemoveById matches no rule".into());
             }
         }
         DirectiveKind::RemoveByTag(tag) => {
@@ -440,7 +564,7 @@ fn apply_directive(
             if !hit {
                 warn(
                     warnings,
-                    format!("SecRuleRemoveByTag {tag:?} matches no rule defined before it"),
+                    format!("SecRuleRemoveByTag {tag:?} matches no rule"),
                 );
             }
         }
@@ -456,7 +580,7 @@ fn apply_directive(
             if !hit {
                 warn(
                     warnings,
-                    format!("SecRuleRemoveByMsg {msg:?} matches no rule defined before it"),
+                    format!("SecRuleRemoveByMsg {msg:?} matches no rule"),
                 );
             }
         }
@@ -516,10 +640,7 @@ fn apply_directive(
                     d.actions.extend(acts.iter().cloned());
                     scan_metadata(d)?;
                 }
-                None => warn(
-                    warnings,
-                    format!("SecRuleUpdateActionById: no rule {id} defined before it"),
-                ),
+                None => warn(warnings, format!("SecRuleUpdateActionById: no rule {id}")),
             }
         }
         DirectiveKind::Setting { name, args } => config.apply(name, args, span, warnings)?,
@@ -561,7 +682,7 @@ fn update_targets(
     if !hit {
         warnings.push(Warning {
             location: Some(Location::from_span(span)),
-            message: format!("{directive} matches no rule defined before it"),
+            message: format!("{directive} matches no rule"),
         });
     }
     Ok(())
@@ -609,6 +730,7 @@ fn build_rule(
     defaults: &[Vec<ActionAst>; 5],
     parent_phase: Option<u8>,
     interner: &mut PrefixInterner,
+    config: &Config,
 ) -> Result<Rule, Error> {
     let is_chained = parent_phase.is_some();
     let phase = parent_phase.unwrap_or(draft.phase);
@@ -641,7 +763,7 @@ fn build_rule(
     let mut default_status = None;
     for a in &defaults[usize::from(phase - 1)] {
         match actions::parse(a).map_err(|e| invalid(&a.span, e))? {
-            Action::Transform(Some(t)) => rule.transformations.push(t),
+            Action::Transform(Some(t)) => rule.transformations.push(with_map(t, config)),
             Action::Transform(None) => rule.transformations.clear(),
             Action::Log(v) => rule.log = v,
             Action::AuditLog(v) => rule.auditlog = v,
@@ -664,12 +786,8 @@ fn build_rule(
             Error::new(kind, Some(&a.span), e)
         })?;
         match action {
-            Action::Id(_) | Action::Phase(_) if is_chained => {
-                return Err(invalid(
-                    &a.span,
-                    format!("a chained rule cannot have {}", a.name),
-                ))
-            }
+            // libmodsecurity 3 accepts `id` and `phase` on a chained rule and goes by the
+            // chain starter's (the chained rule runs when its starter matched).
             Action::Id(_) | Action::Phase(_) => {}
             Action::Msg(m) => rule.meta.msg = Some(m),
             Action::LogData(m) => rule.meta.logdata = Some(m),
@@ -694,30 +812,44 @@ fn build_rule(
             Action::Skip(n) => rule.skip = n,
             Action::Log(v) => rule.log = v,
             Action::AuditLog(v) => rule.auditlog = v,
-            Action::Transform(Some(t)) => rule.transformations.push(t),
+            Action::Transform(Some(t)) => rule.transformations.push(with_map(t, config)),
             Action::Transform(None) => rule.transformations.clear(),
             Action::Capture => rule.capture = true,
             Action::MultiMatch => rule.multi_match = true,
             Action::Effect(e) => rule.effects.push(e),
+            Action::Xmlns(..) => {}
         }
     }
     let inherits = matches!(own_disruptive, None | Some(Disruptive::Block));
+    // Only `block` takes the default's disruptive action: libmodsecurity 3 skips a
+    // default's disruptive action for a rule "that does not contain block"
+    // (`RuleWithActions::executeAction`), so a rule without one passes (ModSecurity 2 gave
+    // it the default's).
     rule.disruptive = match own_disruptive {
-        None | Some(Disruptive::Block) if !is_chained => default_disruptive.clone(),
+        Some(Disruptive::Block) if !is_chained => default_disruptive.clone(),
         None | Some(Disruptive::Block) => Disruptive::Pass,
         Some(d) => d,
     };
     if inherits {
         own_status = own_status.or(default_status);
     }
-    rule.status = own_status.unwrap_or(403);
+    // A chained rule's own `status:` (0: none) is folded into its starter below.
+    rule.status = own_status.unwrap_or(if is_chained { 0 } else { 403 });
     rule.prefix_ids = interner.prefix_ids(&rule.transformations);
 
     // Targets and operator.
+    let namespaces: Vec<(String, String)> = draft
+        .actions
+        .iter()
+        .filter_map(|a| match actions::parse(a) {
+            Ok(Action::Xmlns(prefix, uri)) => Some((prefix, uri)),
+            _ => None,
+        })
+        .collect();
     let rules_dir = Path::new(&*draft.span.file).parent().map(Path::to_path_buf);
     if let Some(ast) = &draft.ast {
         for v in ast.variables.iter().chain(&draft.extra_targets) {
-            let (variable, selector) = compile_target(v)?;
+            let (variable, selector) = compile_target_ns(v, &namespaces)?;
             if v.exclusion {
                 rule.exclusions.push((variable, selector));
             } else {
@@ -733,14 +865,18 @@ fn build_rule(
             rule.exclusions.push((variable, selector));
         }
         let op = &ast.operator;
-        let operator =
-            Operator::compile(&op.name, &op.argument, rules_dir.as_deref()).map_err(|e| {
-                let (kind, message) = match e {
-                    OperatorError::Unsupported(m) => (ErrorKind::Unsupported, m),
-                    OperatorError::Invalid(m) => (ErrorKind::Invalid, m),
-                };
-                Error::new(kind, Some(&op.span), message)
-            })?;
+        let compiled = if op.name.eq_ignore_ascii_case("rx") {
+            Operator::rx(&op.argument, config.backtrack_limit())
+        } else {
+            Operator::compile(&op.name, &op.argument, rules_dir.as_deref())
+        };
+        let operator = compiled.map_err(|e| {
+            let (kind, message) = match e {
+                OperatorError::Unsupported(m) => (ErrorKind::Unsupported, m),
+                OperatorError::Invalid(m) => (ErrorKind::Invalid, m),
+            };
+            Error::new(kind, Some(&op.span), message)
+        })?;
         // Expensive operators whose result depends on the value alone (no macro argument)
         // share an id per (operator, argument), so rules asking the same question of the
         // same transformed value get one evaluation per transaction.
@@ -769,7 +905,6 @@ fn build_rule(
                     span: c.span.clone(),
                     ast: c.ast.clone(),
                     actions: c.actions.clone(),
-                    defaults: c.defaults,
                     chain: Vec::new(),
                     id: 0,
                     phase,
@@ -782,6 +917,7 @@ fn build_rule(
                 defaults,
                 Some(phase),
                 interner,
+                config,
             )?;
             let child_has_chain = c
                 .actions
@@ -794,8 +930,58 @@ fn build_rule(
             next = Some(Box::new(built));
         }
         rule.chain = next;
+        fold_chain_metadata(&mut rule);
     }
     Ok(rule)
+}
+
+/// `t:urlDecodeUni` with the `SecUnicodeMapFile` table when one is configured.
+fn with_map(t: Transformation, config: &Config) -> Transformation {
+    match (&t, &config.unicode_map) {
+        (Transformation::UrlDecodeUni, Some(map)) => {
+            Transformation::UrlDecodeUniMapped(std::sync::Arc::clone(map))
+        }
+        _ => t,
+    }
+}
+
+/// Metadata written on chained rules acts for the whole chain, as in libmodsecurity 3, where
+/// each link's actions run when it matches and a later link's `status`, `msg`, `logdata` and
+/// `severity` overwrite the starter's (the chain's report and intervention are the
+/// starter's, so they are moved there); `tag`s add up.
+fn fold_chain_metadata(starter: &mut Rule) {
+    let mut link = starter.chain.as_deref_mut();
+    let mut meta = Metadata::default();
+    let mut status = 0;
+    while let Some(l) = link {
+        if l.status != 0 {
+            status = l.status;
+        }
+        if let Some(m) = l.meta.msg.take() {
+            meta.msg = Some(m);
+        }
+        if let Some(m) = l.meta.logdata.take() {
+            meta.logdata = Some(m);
+        }
+        if let Some(s) = l.meta.severity.take() {
+            meta.severity = Some(s);
+        }
+        meta.tags.append(&mut l.meta.tags);
+        link = l.chain.as_deref_mut();
+    }
+    if status != 0 {
+        starter.status = status;
+    }
+    if meta.msg.is_some() {
+        starter.meta.msg = meta.msg;
+    }
+    if meta.logdata.is_some() {
+        starter.meta.logdata = meta.logdata;
+    }
+    if meta.severity.is_some() {
+        starter.meta.severity = meta.severity;
+    }
+    starter.meta.tags.append(&mut meta.tags);
 }
 
 /// Variables this engine never fills: a rule on them would silently never match, so they
@@ -814,6 +1000,14 @@ fn unsupported_variable(variable: Variable) -> Option<&'static str> {
 
 /// A target's variable and key selector.
 fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
+    compile_target_ns(v, &[])
+}
+
+/// [`compile_target`] with the `xmlns` prefix bindings of the rule, for XPath keys.
+fn compile_target_ns(
+    v: &VariableAst,
+    namespaces: &[(String, String)],
+) -> Result<(Variable, Selector), Error> {
     let variable = Variable::from_name(&v.name).ok_or_else(|| {
         Error::new(
             ErrorKind::Unsupported,
@@ -832,13 +1026,12 @@ fn compile_target(v: &VariableAst) -> Result<(Variable, Selector), Error> {
         None => Selector::All,
         Some(crate::seclang::SelectorAst::Key(k)) => {
             if variable == Variable::Xml && k != "/*" && k != "//@*" {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    Some(&v.span),
-                    format!("unsupported XPath expression {k:?} (only XML:/* and XML://@* are supported)"),
-                ));
+                let xpath = crate::body::xpath::XPath::compile(k, namespaces)
+                    .map_err(|e| Error::new(ErrorKind::Unsupported, Some(&v.span), e))?;
+                Selector::XPath(Box::new(xpath))
+            } else {
+                Selector::Key(k.as_bytes().to_ascii_lowercase())
             }
-            Selector::Key(k.as_bytes().to_ascii_lowercase())
         }
         Some(crate::seclang::SelectorAst::Regex(r)) => {
             Selector::regex(r).map_err(|e| Error::new(ErrorKind::Invalid, Some(&v.span), e))?

@@ -126,6 +126,8 @@ impl TxState {
             Ctl::ResponseBodyAccess(on) => self.response_body_access = *on,
             Ctl::ResponseBodyLimit(n) => self.response_body_limit = *n,
             Ctl::AuditEngine(on) => self.audit_engine = *on,
+            // The core writes no audit log (see `Ctl::AuditLogParts`).
+            Ctl::AuditLogParts => {}
         }
     }
 }

@@ -227,7 +227,18 @@ impl TxState {
             return Verdict::Continue;
         }
         self.data.request_body_length += chunk.len();
-        if !self.wants_request_body() || self.request_body_over_limit {
+        if !self.wants_request_body() {
+            // libmodsecurity 3 enforces SecRequestBodyLimit on every body it is given, body
+            // access or not (`Transaction::appendRequestBody`).
+            if self.mode != EngineMode::Off
+                && !self.request_body_over_limit
+                && self.data.request_body_length > self.request_body_limit
+            {
+                return self.request_body_limit_hit();
+            }
+            return Verdict::Continue;
+        }
+        if self.request_body_over_limit {
             return Verdict::Continue;
         }
         let room = self
@@ -238,12 +249,19 @@ impl TxState {
             return Verdict::Continue;
         }
         self.data.request_body.extend_from_slice(&chunk[..room]);
+        self.request_body_limit_hit()
+    }
+
+    /// The request body went past `SecRequestBodyLimit`: `INBOUND_DATA_ERROR`, and with
+    /// `Reject` a 403, the status libmodsecurity 3 answers ("Request body limit is marked
+    /// to reject the request").
+    fn request_body_limit_hit(&mut self) -> Verdict {
         self.request_body_over_limit = true;
         self.data.inbound_data_error = true;
         match self.program.config.request_body_limit_action {
             LimitAction::ProcessPartial => Verdict::Continue,
             LimitAction::Reject => {
-                self.limit_intervention(413, "request body is larger than the limit")
+                self.limit_intervention(403, "request body is larger than the limit")
             }
         }
     }
@@ -284,6 +302,15 @@ impl TxState {
         self.stage = Stage::ExpectResponseHeaders;
         if self.wants_request_body() {
             self.process_request_body();
+        } else if self.mode != EngineMode::Off
+            && !self.request_body_over_limit
+            && self.declared_body_length() > self.request_body_limit
+        {
+            // Body access off and the host sent no body: its declared length still counts
+            // against the limit, as the body would in libmodsecurity 3.
+            if let v @ Verdict::Intervene(_) = self.request_body_limit_hit() {
+                return v;
+            }
         }
         #[cfg(feature = "ml")]
         self.score_ml();
@@ -482,6 +509,17 @@ impl TxState {
         {
             self.data.inbound_data_error = true;
         }
+        if processor != Some(BodyProcessor::Multipart)
+            && body.len() > config.request_body_no_files_limit
+            && !self.data.reqbody_error
+        {
+            // ModSecurity flags the body as not fully processed.
+            let msg = format!(
+                "Request body no files data length is larger than the configured limit ({})",
+                config.request_body_no_files_limit
+            );
+            self.set_body_error(msg);
+        }
         self.data.request_body_visible =
             self.force_request_body_variable || processor == Some(BodyProcessor::Urlencoded);
         self.data.request_body = body;
@@ -502,15 +540,16 @@ impl TxState {
         value_charset: Option<&[u8]>,
     ) {
         let config = &self.program.config;
+        // SecArgumentsLimit counts ARGS, query string and body together (libmodsecurity 3
+        // `Transaction::addArgument`): the body gets what the query string left.
+        let arg_room = config
+            .arguments_limit
+            .saturating_sub(self.data.args_get.len());
         match processor {
             Some(BodyProcessor::Urlencoded) => {
                 let mut pairs = Vec::new();
-                let outcome = body::urlencoded::parse(
-                    body,
-                    config.argument_separator,
-                    config.arguments_limit,
-                    &mut pairs,
-                );
+                let outcome =
+                    body::urlencoded::parse(body, config.argument_separator, arg_room, &mut pairs);
                 self.data.urlencoded_error |= outcome.invalid_encoding;
                 if let Some(cs) = value_charset {
                     for (k, v) in &mut pairs {
@@ -535,12 +574,7 @@ impl TxState {
             }
             Some(BodyProcessor::Json) => {
                 let mut pairs = Vec::new();
-                let result = body::json::parse(
-                    body,
-                    config.json_depth_limit,
-                    config.arguments_limit,
-                    &mut pairs,
-                );
+                let result = body::json::parse(body, config.json_depth_limit, arg_room, &mut pairs);
                 self.data
                     .args_post
                     .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
@@ -621,6 +655,20 @@ impl TxState {
         }
     }
 
+    /// The request body's length: what was fed, or `Content-Length` when nothing was.
+    fn declared_body_length(&self) -> usize {
+        if self.data.request_body_length > 0 {
+            return self.data.request_body_length;
+        }
+        self.data
+            .request_headers
+            .iter()
+            .find(|p| p.key.eq_ignore_ascii_case(b"content-length"))
+            .and_then(|p| std::str::from_utf8(&p.value).ok())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     fn set_body_error(&mut self, msg: String) {
         self.data.reqbody_error = true;
         self.data.reqbody_error_msg = msg.into_bytes();
@@ -691,8 +739,9 @@ impl TxState {
         self.data.outbound_data_error = true;
         match self.program.config.response_body_limit_action {
             LimitAction::ProcessPartial => Verdict::Continue,
+            // libmodsecurity 3 answers 403 ("Response body limit is marked to reject").
             LimitAction::Reject => {
-                self.limit_intervention(500, "response body is larger than the limit")
+                self.limit_intervention(403, "response body is larger than the limit")
             }
         }
     }

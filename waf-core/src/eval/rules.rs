@@ -155,6 +155,16 @@ impl TxState {
     /// chain matched.
     fn eval_rule(&mut self, rule: &Rule, head: &Rule) -> bool {
         self.scratch.clear();
+        let matched = self.eval_rule_inner(rule, head);
+        if *self.data.match_limit_exceeded.get_mut() {
+            *self.data.match_limit_exceeded.get_mut() = false;
+            // A backtracking `@rx` gave up (operators/rx_backtrack.rs), as ModSecurity flags it.
+            self.data.tx.set(b"msc_pcre_limits_exceeded", b"1");
+        }
+        matched
+    }
+
+    fn eval_rule_inner(&mut self, rule: &Rule, head: &Rule) -> bool {
         match &rule.operator {
             None => self.scratch.matches.push(MatchRec {
                 name: 0..0,
@@ -479,7 +489,9 @@ impl TxState {
             }
             Disruptive::Deny => DisruptiveAction::Deny,
             Disruptive::Drop => DisruptiveAction::Drop,
-            Disruptive::Redirect(url) => DisruptiveAction::Redirect(url.clone()),
+            Disruptive::Redirect(url) => {
+                DisruptiveAction::Redirect(String::from_utf8_lossy(&url.expand(&self.data)).into())
+            }
         };
         let status = match (&action, rule.status) {
             (DisruptiveAction::Redirect(_), s) if !(300..400).contains(&s) => 302,

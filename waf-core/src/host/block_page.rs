@@ -1,5 +1,8 @@
 //! What a blocked client sees.
 //!
+//! The HTML is the block page of [`super::pages`] (styled, self-contained, replaceable by
+//! the deployment through [`Pages`]).
+//!
 //! The page states the status and the request id, so a user can quote it to support and an
 //! operator can find the log entry. It deliberately says nothing else: no rule id, rule
 //! message, matched data or anomaly score, which would tell an attacker which rule to evade.
@@ -13,6 +16,7 @@ use std::fmt::Write as _;
 
 use http::StatusCode;
 
+use super::pages::{PageKind, Pages};
 use crate::verdict::{DisruptiveAction, Intervention};
 
 /// A rendered answer to an [`Intervention`]: what to send instead of the real response.
@@ -40,6 +44,16 @@ pub fn block_response(
     request_id: &str,
     accept: Option<&[u8]>,
 ) -> BlockPage {
+    block_response_with(&Pages::default(), intervention, request_id, accept)
+}
+
+/// [`block_response`] with the deployment's pages ([`Pages::block`]).
+pub(crate) fn block_response_with(
+    pages: &Pages,
+    intervention: &Intervention,
+    request_id: &str,
+    accept: Option<&[u8]>,
+) -> BlockPage {
     let mut status = StatusCode::from_u16(intervention.status).unwrap_or(StatusCode::FORBIDDEN);
     let mut location = None;
     if let DisruptiveAction::Redirect(url) = &intervention.action {
@@ -55,7 +69,10 @@ pub fn block_response(
     let (content_type, body) = if prefers_json(accept.unwrap_or(b"")) {
         ("application/json", json_page(status, request_id))
     } else {
-        ("text/html; charset=utf-8", html_page(status, request_id))
+        (
+            "text/html; charset=utf-8",
+            html_page(pages, status, request_id),
+        )
     };
     BlockPage {
         status,
@@ -65,26 +82,9 @@ pub fn block_response(
     }
 }
 
-fn html_page(status: StatusCode, request_id: &str) -> String {
-    let code = status.as_u16();
+fn html_page(pages: &Pages, status: StatusCode, request_id: &str) -> String {
     let reason = status.canonical_reason().unwrap_or("Blocked");
-    let mut id = String::with_capacity(request_id.len());
-    for c in request_id.chars() {
-        match c {
-            '&' => id.push_str("&amp;"),
-            '<' => id.push_str("&lt;"),
-            '>' => id.push_str("&gt;"),
-            '"' => id.push_str("&quot;"),
-            '\'' => id.push_str("&#39;"),
-            c => id.push(c),
-        }
-    }
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">\
-         <title>{code} {reason}</title></head>\n<body>\n<h1>{code} {reason}</h1>\n\
-         <p>This request was blocked by the web application firewall.</p>\n\
-         <p>Request id: <code>{id}</code></p>\n</body>\n</html>\n"
-    )
+    pages.render(PageKind::Block, status, request_id, &[("reason", reason)])
 }
 
 fn json_page(status: StatusCode, request_id: &str) -> String {
@@ -111,7 +111,7 @@ fn json_page(status: StatusCode, request_id: &str) -> String {
 /// Whether `accept` ranks a JSON type above HTML. Media ranges are compared without
 /// parameters other than `q`; `*/*` and `text/*` count for HTML, so only a client that asks
 /// for JSON more than for anything else gets JSON.
-fn prefers_json(accept: &[u8]) -> bool {
+pub(crate) fn prefers_json(accept: &[u8]) -> bool {
     let Ok(accept) = std::str::from_utf8(accept) else {
         return false;
     };
@@ -161,7 +161,7 @@ mod tests {
         let page = block_response(&deny(403), "abc-123", None);
         assert_eq!(page.status, StatusCode::FORBIDDEN);
         assert_eq!(page.content_type, "text/html; charset=utf-8");
-        assert!(page.body.contains("<code>abc-123</code>"), "{}", page.body);
+        assert!(page.body.contains(">abc-123</code>"), "{}", page.body);
         assert!(page.body.contains("403 Forbidden"));
         assert!(!page.body.contains("942100"));
         assert!(!page.body.contains("SQL"));

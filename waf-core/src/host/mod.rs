@@ -17,14 +17,17 @@
 //!   request id and nothing an attacker can use (no rule id, message or score).
 //! - [`request_headers`] / [`request_head`] and [`response_headers`] / [`response_head`]:
 //!   an `http` crate head as the engine takes it.
+//! - [`Pages`]: the block, challenge, waiting-room and sign-in pages, styled,
+//!   self-contained, translatable and replaceable.
 //! - [`HostOptions`], [`OverLimit`] and [`over_limit`]: the options every adapter takes,
 //!   and the intervention a body over its limit gets.
 
-mod block_page;
+pub(crate) mod block_page;
 mod client_addr;
 mod finisher;
 mod head;
 mod options;
+pub mod pages;
 mod request_id;
 
 pub use block_page::{block_response, BlockPage};
@@ -32,6 +35,7 @@ pub use client_addr::{client_addr, InvalidCidr, TrustedProxies, MAX_FORWARDED_HO
 pub use finisher::{Finisher, ReportSink};
 pub use head::{request_head, request_headers, response_head, response_headers};
 pub use options::{over_limit, HostOptions, OverLimit, DEFAULT_REQUEST_ID_HEADER};
+pub use pages::{PageError, PageFiles, PageKind, Pages};
 pub use request_id::{request_id, MAX_REQUEST_ID_LEN};
 
 /// The bytes of an HTTP version as the engine expects them in

@@ -35,6 +35,7 @@ mod numeric;
 mod pm;
 mod pm_from_file;
 mod rx;
+pub(crate) mod rx_backtrack;
 mod rx_literals;
 mod streq;
 mod strmatch;
@@ -172,7 +173,7 @@ impl Operator {
             "nomatch" => Operator::NoMatch(no_match::NoMatch),
             "pm" => Operator::Pm(pm::Pm::new(argument)?),
             "pmfromfile" | "pmf" => Operator::Pm(pm_from_file::compile(argument, rules_dir)?),
-            "rx" => Operator::Rx(rx::Rx::new(argument)?),
+            "rx" => return Operator::rx(argument, 0),
             "streq" => Operator::Streq(streq::Streq::new(argument)?),
             "strmatch" => Operator::Strmatch(strmatch::Strmatch::new(argument)?),
             "unconditionalmatch" => {
@@ -195,6 +196,18 @@ impl Operator {
             _ => return Err(unsupported(name, &lower)),
         };
         Ok(op)
+    }
+
+    /// Compiles `@rx argument`; a pattern the linear-time engine cannot compile goes to the
+    /// backtracking engine, bounded by `match_limit` steps per search (0: the default; see
+    /// `rx_backtrack.rs`).
+    pub(crate) fn rx(argument: &str, match_limit: usize) -> Result<Operator, OperatorError> {
+        Ok(Operator::Rx(rx::Rx::with_fallback(argument, match_limit)?))
+    }
+
+    /// Whether this is an `@rx` on the backtracking engine (named in a load warning).
+    pub(crate) fn uses_backtracking(&self) -> bool {
+        matches!(self, Operator::Rx(rx) if rx.is_backtracking())
     }
 
     /// For the engine's prefilter: lower-cased literals such that the operator can only
@@ -240,7 +253,7 @@ impl Operator {
             Operator::Lt(op) => op.evaluate(input, expander),
             Operator::NoMatch(op) => op.evaluate(),
             Operator::Pm(op) => op.evaluate(input, captures),
-            Operator::Rx(op) => op.evaluate(input, captures),
+            Operator::Rx(op) => op.evaluate(input, captures, expander),
             Operator::Streq(op) => op.evaluate(input, expander),
             Operator::Strmatch(op) => op.evaluate(input, expander),
             Operator::UnconditionalMatch(op) => op.evaluate(),
@@ -261,12 +274,16 @@ fn unsupported(name: &str, lower: &str) -> OperatorError {
     let why = match lower {
         "rbl" => "DNS lookups are I/O, which waf-core does not do",
         "geolookup" => "needs a GeoIP database",
-        "inspectfile" => "runs an external program",
+        "inspectfile" => {
+            "it runs an external program on each uploaded file; waf-core runs no programs and \
+             stores no files"
+        }
         "fuzzyhash" => "needs ssdeep",
         "validatedtd" | "validateschema" => "XML/JSON schema validation is not implemented",
         "gsblookup" => "Google Safe Browsing lookups are I/O",
         "rsub" => "deprecated in ModSecurity v3 and not used by CRS",
         "validatehash" => "not implemented by ModSecurity v3",
+        "rxglobal" => "not implemented; @rx with capture covers the first match",
         "validatenid" => "a ModSecurity v2 operator, not in v3 and not used by CRS",
         _ => return OperatorError::Invalid(format!("unknown operator @{name}")),
     };

@@ -41,13 +41,18 @@
 
 use regex::bytes::{Regex, RegexBuilder};
 
+use super::rx_backtrack::{Backtracking, Search};
 use super::{Captures, MAX_CAPTURES};
 use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
+use crate::macros::MacroExpander;
 
 /// A compiled `@rx`.
 #[derive(Debug)]
 pub(crate) struct Rx {
     regex: Regex,
+    /// The backtracking engine, for a pattern `regex` cannot compile (then `regex` is an
+    /// empty placeholder that is never run; see `rx_backtrack.rs`).
+    backtracking: Option<Box<Backtracking>>,
     /// Literals every match starts with (lower-cased), for the engine's prefilter.
     literals: Option<Vec<Vec<u8>>>,
     /// The pattern as compiled, for a multi-pattern scanner that reads it the same way:
@@ -56,7 +61,7 @@ pub(crate) struct Rx {
 }
 
 impl Rx {
-    /// Compiles `pattern`.
+    /// Compiles `pattern` with the linear-time engine only.
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
         let (regex, unicode) = compile_with_mode(pattern)?;
         let rewritten = rewrite_braced_hex(pattern);
@@ -64,6 +69,7 @@ impl Rx {
         let scan_pattern = (!unicode && never_empty(&rewritten)).then(|| rewritten.into_owned());
         Ok(Rx {
             regex,
+            backtracking: None,
             literals,
             scan_pattern,
         })
@@ -74,13 +80,61 @@ impl Rx {
         self.scan_pattern.as_deref()
     }
 
+    /// Compiles `pattern`, falling back to the backtracking engine (bounded by
+    /// `match_limit` steps, 0: the default) when the linear-time engine cannot compile it
+    /// for want of a feature (look-around, backreferences, atomic groups, possessive
+    /// quantifiers). A pattern that is too big, or wrong for both, is an error.
+    pub(crate) fn with_fallback(pattern: &str, match_limit: usize) -> Result<Rx, String> {
+        let linear_error = match Rx::new(pattern) {
+            Ok(rx) => return Ok(rx),
+            Err(e) => e,
+        };
+        if linear_error.contains("exceeds size limit") {
+            return Err(linear_error);
+        }
+        let rewritten = rewrite_braced_hex(pattern);
+        let backtracking = Backtracking::compile(&rewritten, false, match_limit).map_err(|e| {
+            // The linear engine's message is the better one for plain syntax errors; for a
+            // feature it lacks ("look-around ... is not supported") the backtracking
+            // engine's says what is really wrong.
+            if linear_error.contains("not supported") {
+                e
+            } else {
+                linear_error
+            }
+        })?;
+        Ok(Rx {
+            // Never run: `evaluate` goes to the backtracking engine.
+            regex: Regex::new("").map_err(|e| e.to_string())?,
+            backtracking: Some(Box::new(backtracking)),
+            // The literal analysis reads `regex-syntax`'s tree, which this pattern has not.
+            literals: None,
+            // Nor may a scanner read it as a linear-engine pattern.
+            scan_pattern: None,
+        })
+    }
+
+    /// Whether the pattern runs on the backtracking engine.
+    pub(crate) fn is_backtracking(&self) -> bool {
+        self.backtracking.is_some()
+    }
+
     /// Lower-cased literals such that every match starts with one of them, if known.
     pub(crate) fn required_literals(&self) -> Option<&[Vec<u8>]> {
         self.literals.as_deref()
     }
 
-    /// Matches `input`; fills `captures` on a match when asked.
-    pub(crate) fn evaluate(&self, input: &[u8], captures: Option<&mut Captures>) -> bool {
+    /// Matches `input`; fills `captures` on a match when asked. A backtracking search that
+    /// hits its limit does not match and is reported to `expander`.
+    pub(crate) fn evaluate(
+        &self,
+        input: &[u8],
+        captures: Option<&mut Captures>,
+        expander: &dyn MacroExpander,
+    ) -> bool {
+        if let Some(bt) = &self.backtracking {
+            return evaluate_backtracking(bt, input, captures, expander);
+        }
         let Some(captures) = captures else {
             return self.regex.is_match(input);
         };
@@ -107,6 +161,38 @@ impl Rx {
             None => &[][..],
         }));
         true
+    }
+}
+
+fn evaluate_backtracking(
+    bt: &Backtracking,
+    input: &[u8],
+    captures: Option<&mut Captures>,
+    expander: &dyn MacroExpander,
+) -> bool {
+    let Some(captures) = captures else {
+        return match bt.is_match(input) {
+            Search::Done(m) => m,
+            Search::LimitExceeded => {
+                expander.note_match_limit_exceeded();
+                false
+            }
+        };
+    };
+    match bt.captures(input, MAX_CAPTURES) {
+        Search::Done(None) => false,
+        Search::Done(Some(groups)) => {
+            captures.fill(
+                groups
+                    .into_iter()
+                    .map(|g| g.and_then(|r| input.get(r)).unwrap_or(&[])),
+            );
+            true
+        }
+        Search::LimitExceeded => {
+            expander.note_match_limit_exceeded();
+            false
+        }
     }
 }
 
@@ -215,6 +301,7 @@ fn rewrite_braced_hex(pattern: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operators::test_support::NO_MACROS;
 
     fn rx(p: &str) -> Rx {
         Rx::new(p).unwrap()
@@ -222,7 +309,9 @@ mod tests {
 
     fn groups(p: &str, input: &[u8]) -> Option<Vec<Vec<u8>>> {
         let mut c = Captures::default();
-        rx(p).evaluate(input, Some(&mut c)).then_some(c.groups)
+        rx(p)
+            .evaluate(input, Some(&mut c), &NO_MACROS)
+            .then_some(c.groups)
     }
 
     #[test]
@@ -233,22 +322,36 @@ mod tests {
     }
 
     #[test]
+    fn falls_back_only_for_missing_features() {
+        let look = Rx::with_fallback("(?<=a)b", 0).unwrap();
+        assert!(look.is_backtracking());
+        assert!(look.evaluate(b"ab", None, &NO_MACROS));
+        assert!(!look.evaluate(b"cb", None, &NO_MACROS));
+        assert!(!Rx::with_fallback("a+b", 0).unwrap().is_backtracking());
+        let err = Rx::with_fallback("(", 0).unwrap_err();
+        assert!(err.contains("regex parse error"), "{err}");
+        // Too big for the linear engine is not a reason to backtrack.
+        let err = Rx::with_fallback(r"\w{1000}{1000}", 0).unwrap_err();
+        assert!(err.contains("size limit"), "{err}");
+    }
+
+    #[test]
     fn dot_all_and_multi_line() {
-        assert!(rx("a.b").evaluate(b"a\nb", None));
-        assert!(rx("^b").evaluate(b"a\nb", None));
-        assert!(rx("a$").evaluate(b"a\nb", None));
-        assert!(!rx("^b").evaluate(b"ab", None));
+        assert!(rx("a.b").evaluate(b"a\nb", None, &NO_MACROS));
+        assert!(rx("^b").evaluate(b"a\nb", None, &NO_MACROS));
+        assert!(rx("a$").evaluate(b"a\nb", None, &NO_MACROS));
+        assert!(!rx("^b").evaluate(b"ab", None, &NO_MACROS));
     }
 
     #[test]
     fn bytes_not_code_points() {
-        assert!(rx(r"\xbc").evaluate(b"\xbc", None));
-        assert!(rx(r"\x{bc}script\x{BE}").evaluate(b"\xbcscript\xbe", None));
-        assert!(rx(r"[\x{bc}\x{be}]").evaluate(b"\xbe", None));
-        assert!(rx(r"\x{9}").evaluate(b"\t", None));
-        assert!(!rx(r"^\x{bc}$").evaluate("\u{bc}".as_bytes(), None));
-        assert!(rx(".").evaluate(b"\xff", None));
-        assert!(rx("[^a]").evaluate(b"\xff", None));
+        assert!(rx(r"\xbc").evaluate(b"\xbc", None, &NO_MACROS));
+        assert!(rx(r"\x{bc}script\x{BE}").evaluate(b"\xbcscript\xbe", None, &NO_MACROS));
+        assert!(rx(r"[\x{bc}\x{be}]").evaluate(b"\xbe", None, &NO_MACROS));
+        assert!(rx(r"\x{9}").evaluate(b"\t", None, &NO_MACROS));
+        assert!(!rx(r"^\x{bc}$").evaluate("\u{bc}".as_bytes(), None, &NO_MACROS));
+        assert!(rx(".").evaluate(b"\xff", None, &NO_MACROS));
+        assert!(rx("[^a]").evaluate(b"\xff", None, &NO_MACROS));
     }
 
     #[test]
@@ -256,22 +359,22 @@ mod tests {
         assert_eq!(rewrite_braced_hex(r"\\x{41}"), r"\\x{41}");
         assert_eq!(rewrite_braced_hex(r"a\x{41}b\x{100}"), r"a\x41b\x{100}");
         assert_eq!(rewrite_braced_hex(r"\x{4"), r"\x{4");
-        assert!(rx(r"\\x{2}").evaluate(br"\xx", None));
+        assert!(rx(r"\\x{2}").evaluate(br"\xx", None, &NO_MACROS));
     }
 
     #[test]
     fn ascii_classes_and_case() {
-        assert!(rx("(?i)select").evaluate(b"SeLeCt", None));
-        assert!(!rx(r"\w").evaluate("é".as_bytes(), None));
-        assert!(rx(r"\s").evaluate(b"\x0b", None));
-        assert!(rx(r"\bor\b").evaluate(b"1 or 1", None));
+        assert!(rx("(?i)select").evaluate(b"SeLeCt", None, &NO_MACROS));
+        assert!(!rx(r"\w").evaluate("é".as_bytes(), None, &NO_MACROS));
+        assert!(rx(r"\s").evaluate(b"\x0b", None, &NO_MACROS));
+        assert!(rx(r"\bor\b").evaluate(b"1 or 1", None, &NO_MACROS));
     }
 
     #[test]
     fn unicode_fallback() {
-        assert!(rx("[é]").evaluate("é".as_bytes(), None));
-        assert!(rx(r"\p{Greek}").evaluate("α".as_bytes(), None));
-        assert!(rx("é").evaluate("café".as_bytes(), None));
+        assert!(rx("[é]").evaluate("é".as_bytes(), None, &NO_MACROS));
+        assert!(rx(r"\p{Greek}").evaluate("α".as_bytes(), None, &NO_MACROS));
+        assert!(rx("é").evaluate("café".as_bytes(), None, &NO_MACROS));
     }
 
     #[test]
@@ -297,7 +400,7 @@ mod tests {
         let mut c = Captures {
             groups: vec![b"old".to_vec(); 5],
         };
-        assert!(rx("(b)").evaluate(b"abc", Some(&mut c)));
+        assert!(rx("(b)").evaluate(b"abc", Some(&mut c), &NO_MACROS));
         assert_eq!(c.groups, vec![b"b".to_vec(), b"b".to_vec()]);
     }
 

@@ -98,7 +98,7 @@ pub(crate) struct Bans {
     pub(crate) shadow: bool,
 }
 
-const KIND: u8 = b'b';
+pub(crate) const KIND: u8 = b'b';
 
 impl Bans {
     pub(crate) fn compile(c: &BanConfig) -> Result<Bans, PolicyError> {

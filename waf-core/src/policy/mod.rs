@@ -52,6 +52,7 @@
 mod ban;
 mod error;
 pub(crate) mod expr;
+pub mod gate;
 mod gcra;
 mod geo;
 mod list;
@@ -81,7 +82,7 @@ pub use rate_limit::RateLimitConfig;
 pub use reputation::ReputationConfig;
 pub use rules::{AllowSkip, RuleAction, RuleConfig, RuleIdSpec};
 pub use scoring::ScoringConfig;
-pub use state::{Cell, MemoryStore, Store, SHARDS};
+pub use state::{Cell, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS};
 
 use expr::fields::{Context, FieldRef};
 use rate_limit::{Check, RateLimit};
@@ -140,6 +141,10 @@ pub struct PolicyConfig {
     /// Reputation lists (`[[reputation]]`).
     #[serde(default)]
     pub reputation: Vec<ReputationConfig>,
+    /// Challenges, waiting rooms and sign-in, with their keys and pages (`[gates]`,
+    /// [`gate`]).
+    #[serde(default)]
+    pub gates: Option<gate::GateConfig>,
 }
 
 impl PolicyConfig {
@@ -158,6 +163,9 @@ impl PolicyConfig {
         if let Some(g) = &mut self.geo {
             join(&mut g.country_db);
             join(&mut g.asn_db);
+        }
+        if let Some(g) = &mut self.gates {
+            g.pages.resolve_paths(base);
         }
     }
 }
@@ -193,6 +201,7 @@ pub(crate) struct Policy {
     scoring: Option<scoring::Scoring>,
     pub(crate) intel: Intel,
     store: Arc<dyn Store>,
+    gates: Option<gate::Gates>,
 }
 
 /// Hit counters of one rule or rate limit, for metrics.
@@ -227,6 +236,7 @@ impl Policy {
             scoring: None,
             intel: Intel::default(),
             store: Arc::new(MemoryStore::new(64)),
+            gates: None,
         }
     }
 
@@ -282,8 +292,29 @@ impl Policy {
             e.visit_slots(&mut |s| {
                 late |= matches!(slots[s], FieldRef::AnomalyScore | FieldRef::MlScore)
             });
-            rules.push(Rule::compile(c, e, late, &rate_names)?);
+            let rule = Rule::compile(c, e, late, &rate_names)?;
+            if matches!(rule.action, Action::Challenge { .. }) && config.gates.is_none() {
+                return Err(invalid(format!(
+                    "rule {:?}: a challenge needs a [gates] section with signing keys",
+                    c.name
+                )));
+            }
+            rules.push(rule);
         }
+        let gates = match &config.gates {
+            Some(g) => {
+                let mut compile_expr = |what: &str, text: &str| {
+                    let mut scope = expr::Scope {
+                        slots: &mut slots,
+                        lists: &list_names,
+                        rates: &rate_names,
+                    };
+                    expr::compile(what, text, &mut scope)
+                };
+                Some(gate::Gates::compile(g, &mut compile_expr)?)
+            }
+            None => None,
+        };
         for (i, rl) in rate_limits.iter_mut().enumerate() {
             let named = rules
                 .iter()
@@ -320,9 +351,27 @@ impl Policy {
             store: store.unwrap_or_else(|| {
                 Arc::new(MemoryStore::new(crate::limits::DEFAULT_POLICY_STATE_KEYS))
             }),
+            gates,
         };
         policy.check_sources(config)?;
+        policy.declare_kinds();
         Ok(policy)
+    }
+
+    /// Tells the store what each key prefix holds ([`Store::declare`]).
+    fn declare_kinds(&self) {
+        for rl in &self.rate_limits {
+            let (prefix, kind) = rl.kind();
+            self.store.declare(&prefix, kind);
+        }
+        if self.bans.is_some() {
+            self.store.declare(&[ban::KIND], ValueKind::Ban);
+        }
+        if let Some(s) = &self.scoring {
+            let half_life = s.half_life_ns();
+            self.store
+                .declare(&[scoring::KIND], ValueKind::Score { half_life });
+        }
     }
 
     /// Fields that would always read empty are errors: an option without effect.
@@ -345,7 +394,44 @@ impl Policy {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.rules.is_empty() && self.rate_limits.is_empty() && self.bans.is_none()
+        self.rules.is_empty()
+            && self.rate_limits.is_empty()
+            && self.bans.is_none()
+            && self.gates.is_none()
+    }
+
+    /// Whether `path` is under the gate endpoints' prefix.
+    pub(crate) fn is_gate_path(&self, path: &[u8]) -> bool {
+        self.gates.as_ref().is_some_and(|g| g.is_gate_path(path))
+    }
+
+    /// The pages of this policy (the built-in ones without `[gates]`).
+    pub(crate) fn pages(&self) -> Option<&crate::host::Pages> {
+        self.gates.as_ref().map(|g| &g.pages.0)
+    }
+
+    /// A gate endpoint request; `None` when `head` is not one.
+    pub(crate) fn gate_request(
+        &self,
+        conn: &ConnectionInfo,
+        head: &RequestHead<'_>,
+        body: &[u8],
+        now: SystemTime,
+        request_id: &str,
+    ) -> Option<gate::GateResponse> {
+        let gates = self.gates.as_ref()?;
+        let req = Request {
+            head,
+            client: list::canonical(conn.client.ip()),
+            tls: conn.tls,
+            now: nanos(now),
+            anomaly_score: 0,
+            ml_score: 0,
+        };
+        if !gates.is_gate_path(req.raw_path()) {
+            return None;
+        }
+        Some(gates.endpoint(&req, body, &*self.store).render(request_id))
     }
 
     /// `rate["name"]`: the bucket level of limit `i` for `req`.
@@ -550,6 +636,13 @@ pub struct PolicyEffects {
     pub response_headers: Vec<(String, String)>,
     /// The body of a `block` rule's `page`, to send instead of the default block page.
     pub page: Option<Arc<[u8]>>,
+    /// `Set-Cookie` values to add to the response of a request that goes through (an
+    /// admission or session renewed, a visitor let in from a waiting room):
+    /// [`PolicyEffects::edit_response_headers`].
+    pub set_cookies: Vec<String>,
+    /// A gate's answer (challenge, waiting room, sign-in) to send instead of the block
+    /// page: [`PolicyEffects::gate_response`].
+    pub gate: Option<gate::GateAnswer>,
 }
 
 impl PolicyEffects {
@@ -571,6 +664,23 @@ impl PolicyEffects {
                         headers.remove(k);
                     }
                 }
+            }
+        }
+    }
+
+    /// What to answer instead of the block page when a gate intervened (the challenge
+    /// page, the waiting room, a redirect to sign-in, or their JSON), for a request whose
+    /// id is `request_id`.
+    pub fn gate_response(&self, request_id: &str) -> Option<gate::GateResponse> {
+        self.gate.as_ref().map(|g| g.render(request_id))
+    }
+
+    /// Adds [`set_cookies`](Self::set_cookies) to the response of a request that went
+    /// through.
+    pub fn edit_response_headers(&self, headers: &mut http::HeaderMap) {
+        for c in &self.set_cookies {
+            if let Ok(v) = http::HeaderValue::from_str(c) {
+                headers.append(http::header::SET_COOKIE, v);
             }
         }
     }
@@ -778,6 +888,27 @@ impl TxPolicy {
             if !rule.expr.eval(&mut cx) {
                 continue;
             }
+            if let Action::Challenge {
+                kind, difficulty, ..
+            } = &rule.action
+            {
+                // The gate endpoints are never challenged (the answer would be challenged),
+                // and a visitor with a pass meets the challenge.
+                match &policy.gates {
+                    Some(g)
+                        if g.is_gate_path(req.raw_path())
+                            || gate::challenge::has_pass(
+                                g,
+                                &req,
+                                *kind,
+                                difficulty.unwrap_or(g.challenge.difficulty),
+                            ) =>
+                    {
+                        continue
+                    }
+                    _ => {}
+                }
+            }
             rule.record_hit();
             self.hit("rule", &rule.name, action_name(&rule.action), rule.shadow);
             if rule.shadow {
@@ -838,7 +969,18 @@ impl TxPolicy {
             }
         }
 
-        match decide(ban_left.is_some(), rule_decision, over.is_some()) {
+        let decision = decide(ban_left.is_some(), rule_decision, over.is_some());
+        if matches!(decision, Decision::Continue | Decision::Allow) {
+            // Sign-in and waiting rooms, for requests nothing else stopped.
+            if let Some(g) = &policy.gates {
+                if let Some(i) = g.access(&req, &mut cx, store, &mut self.effects) {
+                    self.hit("gate", "", "challenge", false);
+                    step.intervention = Some(i);
+                    return step;
+                }
+            }
+        }
+        match decision {
             Decision::Continue => {}
             Decision::Allow => {
                 if let Some(RuleDecision::Allow(s)) = rule_decision {
@@ -857,7 +999,7 @@ impl TxPolicy {
             }
             Decision::Block | Decision::Challenge => {
                 if let Some(rule) = deciding {
-                    step.intervention = Some(self.rule_intervention(rule));
+                    step.intervention = Some(self.rule_intervention(rule, &req));
                 }
             }
             Decision::RateLimit => {
@@ -878,20 +1020,32 @@ impl TxPolicy {
             .push(("Retry-After".to_string(), secs.to_string()));
     }
 
-    fn rule_intervention(&mut self, rule: &Rule) -> Intervention {
+    fn rule_intervention(&mut self, rule: &Rule, req: &Request<'_>) -> Intervention {
         match &rule.action {
             Action::Block { status, page } => {
                 self.effects.page = page.clone();
                 deny(*status, rule.id, format!("policy rule {}", rule.name))
             }
-            Action::Challenge { status } => deny(
-                *status,
-                rule.id,
-                format!(
-                    "policy rule {}: challenge (not implemented yet, so blocked)",
-                    rule.name
-                ),
-            ),
+            Action::Challenge {
+                status,
+                kind,
+                difficulty,
+            } => {
+                if let Some(g) = &self.policy.gates {
+                    let status =
+                        http::StatusCode::from_u16(*status).unwrap_or(http::StatusCode::FORBIDDEN);
+                    let d = difficulty.unwrap_or(g.challenge.difficulty);
+                    let answer = gate::challenge::challenge(g, req, *kind, d, status);
+                    let status = answer.status().as_u16();
+                    self.effects.gate = Some(answer);
+                    return deny(
+                        status,
+                        rule.id,
+                        format!("policy rule {}: challenge", rule.name),
+                    );
+                }
+                deny(*status, rule.id, format!("policy rule {}", rule.name))
+            }
             _ => deny(403, rule.id, format!("policy rule {}", rule.name)),
         }
     }
@@ -927,7 +1081,24 @@ impl TxPolicy {
             if rule.shadow || !rule.terminates() {
                 continue;
             }
-            step.intervention = Some(self.rule_intervention(rule));
+            if let Action::Challenge {
+                kind, difficulty, ..
+            } = &rule.action
+            {
+                let passed = policy.gates.as_ref().is_some_and(|g| {
+                    g.is_gate_path(req.raw_path())
+                        || gate::challenge::has_pass(
+                            g,
+                            &req,
+                            *kind,
+                            difficulty.unwrap_or(g.challenge.difficulty),
+                        )
+                });
+                if passed {
+                    continue;
+                }
+            }
+            step.intervention = Some(self.rule_intervention(rule, &req));
             break;
         }
         step

@@ -23,7 +23,7 @@ use super::error::{PolicyError, PolicyErrorKind};
 use super::expr::Expr;
 use super::gcra::{Conformance, Gcra};
 use super::list::canonical;
-use super::state::{Cell, Store};
+use super::state::{Cell, Store, ValueKind};
 use super::{Request, NANOS};
 
 /// `[[rate_limit]]`.
@@ -199,6 +199,17 @@ impl RateLimit {
             from_rules_only: false,
             hits: AtomicU64::new(0),
         })
+    }
+
+    /// The prefix every bucket key of this limit starts with, and what its cells hold.
+    pub(crate) fn kind(&self) -> ([u8; 3], ValueKind) {
+        let i = self.index.to_be_bytes();
+        (
+            [KIND, i[0], i[1]],
+            ValueKind::Gcra {
+                interval: self.gcra.interval,
+            },
+        )
     }
 
     /// The bucket key of `req`, written into `out`.

@@ -13,7 +13,9 @@
 //! - `block`: answer `status` (default 403), optionally with `page` (the body to send).
 //! - `allow`: stop evaluating rules; `skip` says what else is skipped: any of `"bans"`,
 //!   `"rate_limits"`, `"crs"` (the SecLang rules), `"scoring"`; default all four.
-//! - `challenge`: answer `status` (default 403) until the challenge issue implements it.
+//! - `challenge`: a cookie or proof-of-work challenge (`challenge = "cookie" | "pow"`,
+//!   `difficulty`), answered with status `status` (default 403) until the client holds a
+//!   pass cookie ([`super::gate::challenge`]); needs `[gates]`.
 //!
 //! The others apply and go on: `log` (only counted and reported), `set_header` /
 //! `remove_header` (`header`, `value`: the host applies them to the request it forwards,
@@ -77,6 +79,12 @@ pub struct RuleConfig {
     /// `rate_limit`: the limit's name.
     #[serde(default)]
     pub rate_limit: Option<String>,
+    /// `challenge`: which one (default `pow`; [`super::gate::challenge`]).
+    #[serde(default)]
+    pub challenge: Option<super::gate::ChallengeKind>,
+    /// `challenge = "pow"`: leading zero bits (default `[gates.challenge] difficulty`).
+    #[serde(default)]
+    pub difficulty: Option<u8>,
     /// Evaluate and count, never act.
     #[serde(default)]
     pub shadow: bool,
@@ -93,7 +101,7 @@ pub enum RuleAction {
     Allow,
     /// Count and report only.
     Log,
-    /// Challenge the client (blocks until challenges exist).
+    /// Challenge the client (cookie or proof of work) until it holds a pass.
     Challenge,
     /// Set a request header.
     SetHeader,
@@ -150,6 +158,8 @@ pub(crate) enum Action {
     Log,
     Challenge {
         status: u16,
+        kind: super::gate::ChallengeKind,
+        difficulty: Option<u8>,
     },
     SetHeader(String, String),
     RemoveHeader(String),
@@ -190,7 +200,7 @@ impl Rule {
             RuleAction::Block => &["status", "page", "page_file"],
             RuleAction::Allow => &["skip"],
             RuleAction::Log => &[],
-            RuleAction::Challenge => &["status"],
+            RuleAction::Challenge => &["status", "challenge", "difficulty"],
             RuleAction::SetHeader => &["header", "value"],
             RuleAction::RemoveHeader => &["header"],
             RuleAction::Skip => &["rule_ids", "tags"],
@@ -206,6 +216,8 @@ impl Rule {
             ("rule_ids", !c.rule_ids.is_empty()),
             ("tags", !c.tags.is_empty()),
             ("rate_limit", c.rate_limit.is_some()),
+            ("challenge", c.challenge.is_some()),
+            ("difficulty", c.difficulty.is_some()),
         ];
         if let Some((name, _)) = set.iter().find(|(n, on)| *on && !allowed.contains(n)) {
             return bad(format!("`{name}` has no effect with action {:?}", c.action));
@@ -275,9 +287,22 @@ impl Rule {
                 })
             }
             RuleAction::Log => Action::Log,
-            RuleAction::Challenge => Action::Challenge {
-                status: status(403)?,
-            },
+            RuleAction::Challenge => {
+                let kind = c.challenge.unwrap_or_default();
+                if let Some(d) = c.difficulty {
+                    if kind != super::gate::ChallengeKind::Pow {
+                        return bad("`difficulty` has no effect with challenge = \"cookie\"".into());
+                    }
+                    super::gate::challenge::check_difficulty(d).map_err(|e| {
+                        PolicyError::new(PolicyErrorKind::Invalid, format!("{what}: {e}"))
+                    })?;
+                }
+                Action::Challenge {
+                    status: status(403)?,
+                    kind,
+                    difficulty: c.difficulty,
+                }
+            }
             RuleAction::SetHeader => {
                 let value = c.value.clone().unwrap_or_default();
                 if http::HeaderValue::from_str(&value).is_err() {

@@ -78,8 +78,8 @@ pub(crate) struct Scoring {
     streak: f64,
 }
 
-const KIND: u8 = b's';
-const POINTS_BITS: u32 = 40;
+pub(crate) const KIND: u8 = b's';
+const POINTS_BITS: u32 = super::state::SCORE_POINTS_BITS;
 const POINTS_MASK: u64 = (1 << POINTS_BITS) - 1;
 
 impl Scoring {
@@ -129,6 +129,11 @@ impl Scoring {
             waf_block,
             streak: c.streak,
         })
+    }
+
+    /// The half-life, in nanoseconds (for [`super::state::ValueKind::Score`]).
+    pub(crate) fn half_life_ns(&self) -> u64 {
+        self.half_life as u64
     }
 
     /// Scores one finished response; bans the client when it crosses the threshold.

@@ -54,7 +54,42 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Calls `f` for every unexpired entry whose key starts with `prefix` (admin use, not
     /// the request path).
     fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell));
+
+    /// Tells the store that the keys starting with `prefix` hold `kind` values, so that a
+    /// store shared by a fleet knows how to reconcile them (a GCRA bucket is reconciled
+    /// differently from a ban). Called by the policy when it is compiled, before any
+    /// request; a later call for the same prefix replaces the earlier one (a reload). The
+    /// in-memory store keeps every kind alike and ignores it.
+    fn declare(&self, prefix: &[u8], kind: ValueKind) {
+        let _ = (prefix, kind);
+    }
 }
+
+/// What a protection keeps in a [`Cell`], as told to [`Store::declare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ValueKind {
+    /// A GCRA bucket ([`super::rate_limit`]): `a` is the theoretical arrival time, and
+    /// every request the bucket counts moves it forward by `interval` nanoseconds (from
+    /// `now` when it lies in the past).
+    Gcra {
+        /// The emission interval, `period / rate`, in nanoseconds (at least 1).
+        interval: u64,
+    },
+    /// A ban ([`super::ban`]): `a` is when it ends, `b` the client's offences.
+    Ban,
+    /// A behaviour score ([`super::scoring`]): the low [`SCORE_POINTS_BITS`] bits of `a`
+    /// hold the points in thousandths, the bits above them the client's current streak of
+    /// 4xx answers; `b` is the time of the last update. The points halve every
+    /// `half_life` nanoseconds.
+    Score {
+        /// The half-life of a score, in nanoseconds.
+        half_life: u64,
+    },
+}
+
+/// Bits of a score cell's `a` that hold its points ([`ValueKind::Score`]).
+pub const SCORE_POINTS_BITS: u32 = 40;
 
 /// Number of shards in [`MemoryStore`] (a power of two).
 pub const SHARDS: usize = 64;

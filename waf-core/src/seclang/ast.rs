@@ -24,6 +24,9 @@ pub struct Directive {
     pub span: Span,
     /// What it says.
     pub kind: DirectiveKind,
+    /// A load warning about how the directive was read (an action list missing its
+    /// closing quote), if any.
+    pub note: Option<String>,
 }
 
 /// The directives the parser knows the shape of; every other `Sec*` directive is a

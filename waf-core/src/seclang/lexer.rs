@@ -197,11 +197,21 @@ pub(super) fn is_space(b: u8) -> bool {
 pub(super) struct Tokenizer<'a> {
     text: &'a str,
     pos: usize,
+    /// Accept a double-quoted token that runs to the end of the line without its closing
+    /// quote (set for a directive's last argument, the action list).
+    pub(super) lenient_close: bool,
+    /// Set when a token was accepted that way.
+    pub(super) unclosed: bool,
 }
 
 impl<'a> Tokenizer<'a> {
     pub(super) fn new(text: &'a str, pos: usize) -> Self {
-        Tokenizer { text, pos }
+        Tokenizer {
+            text,
+            pos,
+            lenient_close: false,
+            unclosed: false,
+        }
     }
 
     /// Offset of the next non-space byte (or the end of the line).
@@ -291,6 +301,20 @@ impl<'a> Tokenizer<'a> {
         let mut i = content_start;
         loop {
             let Some(&b) = bytes.get(i) else {
+                if self.lenient_close {
+                    // libmodsecurity 3's scanner ends an action list at the end of the
+                    // line even without its closing quote; the parser warns.
+                    text.push_str(self.text.get(run_start..i).unwrap_or(""));
+                    self.unclosed = true;
+                    self.pos = i;
+                    return Ok(Token {
+                        text,
+                        start,
+                        content_start,
+                        removed,
+                        quoted: true,
+                    });
+                }
                 return Err(loc.error(start, "unclosed quote"));
             };
             if b == b'"' {

@@ -195,7 +195,10 @@ impl Parser {
                 DirectiveKind::Setting { name, args }
             }
         };
-        self.out.push(Directive { span, kind });
+        let note = tok.unclosed.then(|| {
+            "the action list has no closing quote; read to the end of the line".to_string()
+        });
+        self.out.push(Directive { span, kind, note });
         Ok(())
     }
 
@@ -331,6 +334,7 @@ fn rule(
     };
     reject_single_quote(loc, &op_tok)?;
     let operator = operator(loc, &op_tok)?;
+    tok.lenient_close = true;
     let actions = match tok.next_token(loc, Bare::SingleQuoteAware, false)? {
         Some(t) => {
             reject_single_quote(loc, &t)?;
@@ -363,6 +367,7 @@ fn single_action_list(
     directive: &str,
 ) -> Result<Vec<ActionAst>, ParseError> {
     let at = tok.skip_space();
+    tok.lenient_close = true;
     let t = match tok.next_token(loc, Bare::SingleQuoteAware, false)? {
         Some(t) => t,
         None => return Err(loc.error(at, format!("missing actions in {directive}"))),

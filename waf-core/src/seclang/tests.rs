@@ -698,9 +698,17 @@ fn err010_unclosed_quotes() {
     let e = err("SecRule ARGS \"@rx foo \\\n   bar \"id:1\"\nSecRule ARGS \"@rx x\"\n");
     assert_eq!(e.message, "unexpected character after closing quote");
     assert_eq!(at(&e), (2, 9));
-    let e = err("\n\nSecRule ARGS \"@rx foo\" \"id:1\n");
+    // An action list missing its closing quote is read to the end of the line, as
+    // libmodsecurity 3 does, with a note that the compiler turns into a load warning.
+    let d = parse_str("t", "\n\nSecRule ARGS \"@rx foo\" \"id:1,deny\n").unwrap();
+    assert!(d[0].note.as_deref().unwrap().contains("no closing quote"));
+    let DirectiveKind::Rule(r) = &d[0].kind else {
+        panic!("not a rule")
+    };
+    assert_eq!(r.actions.len(), 2);
+    // The operator's quote is still required.
+    let e = err("SecRule ARGS \"@rx foo\n");
     assert_eq!(e.message, "unclosed quote");
-    assert_eq!(at(&e), (3, 24));
     let e = err("SecRule ARGS \"@rx x\" \\\n  \"id:1,msg:'abc\"");
     assert_eq!(e.message, "unclosed quote");
     assert_eq!(at(&e), (2, 13));

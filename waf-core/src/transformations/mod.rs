@@ -56,7 +56,7 @@ mod sql_hex_decode;
 mod trim;
 mod trim_left;
 mod trim_right;
-mod unicode_map;
+pub(crate) mod unicode_map;
 mod uppercase;
 mod url_decode;
 mod url_decode_uni;
@@ -70,7 +70,7 @@ mod tests;
 ///
 /// The variants are those of ModSecurity v3's reference manual; `t:none` is not one of them
 /// (the rule compiler handles it by clearing the chain).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Transformation {
     /// `t:base64Decode`.
     Base64Decode,
@@ -138,6 +138,9 @@ pub(crate) enum Transformation {
     UrlDecode,
     /// `t:urlDecodeUni`.
     UrlDecodeUni,
+    /// `t:urlDecodeUni` with the table of `SecUnicodeMapFile` (the compiler puts it in
+    /// place of [`Transformation::UrlDecodeUni`] when the directive is given).
+    UrlDecodeUniMapped(std::sync::Arc<unicode_map::UnicodeMap>),
     /// `t:urlEncode`.
     UrlEncode,
     /// `t:utf8toUnicode`.
@@ -199,7 +202,7 @@ impl Transformation {
     }
 
     /// The canonical ModSecurity spelling, as written after `t:`.
-    pub(crate) fn name(self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Transformation::Base64Decode => "base64Decode",
             Transformation::Base64DecodeExt => "base64DecodeExt",
@@ -233,7 +236,7 @@ impl Transformation {
             Transformation::TrimRight => "trimRight",
             Transformation::Uppercase => "uppercase",
             Transformation::UrlDecode => "urlDecode",
-            Transformation::UrlDecodeUni => "urlDecodeUni",
+            Transformation::UrlDecodeUni | Transformation::UrlDecodeUniMapped(_) => "urlDecodeUni",
             Transformation::UrlEncode => "urlEncode",
             Transformation::Utf8ToUnicode => "utf8toUnicode",
         }
@@ -241,7 +244,7 @@ impl Transformation {
 
     /// Applies the transformation; `Cow::Borrowed` means the input was left unchanged, and
     /// an `Owned` value always differs from the input.
-    pub(crate) fn apply(self, input: &[u8]) -> Cow<'_, [u8]> {
+    pub(crate) fn apply<'a>(&self, input: &'a [u8]) -> Cow<'a, [u8]> {
         let out = match self {
             Transformation::Base64Decode => base64_decode::apply(input),
             Transformation::Base64DecodeExt => base64_decode_ext::apply(input),
@@ -276,6 +279,7 @@ impl Transformation {
             Transformation::Uppercase => uppercase::apply(input),
             Transformation::UrlDecode => url_decode::apply(input),
             Transformation::UrlDecodeUni => url_decode_uni::apply(input),
+            Transformation::UrlDecodeUniMapped(map) => url_decode_uni::apply_mapped(input, map),
             Transformation::UrlEncode => url_encode::apply(input),
             Transformation::Utf8ToUnicode => utf8_to_unicode::apply(input),
         };

@@ -380,6 +380,87 @@ const TABLE: &[(u16, u8)] = &[
     (0xff5e, 0x7e),
 ];
 
+/// A code page section of a `SecUnicodeMapFile` (ModSecurity's `unicode.mapping` format):
+/// code point -> byte. Compared and hashed by content digest, so rule chains that use the
+/// same map intern together.
+#[derive(Debug)]
+pub(crate) struct UnicodeMap {
+    /// `(code point, byte)`, sorted by code point.
+    pairs: Vec<(u16, u8)>,
+    /// A digest of `pairs`, for `Eq`/`Hash`.
+    digest: u64,
+}
+
+impl PartialEq for UnicodeMap {
+    fn eq(&self, other: &UnicodeMap) -> bool {
+        self.digest == other.digest && self.pairs == other.pairs
+    }
+}
+
+impl Eq for UnicodeMap {}
+
+impl std::hash::Hash for UnicodeMap {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.digest.hash(state);
+    }
+}
+
+impl UnicodeMap {
+    /// Reads the section of `code_page` from the text of a map file: a line starting with
+    /// the code page number opens it, `XXXX:YY` pairs (hex code point, hex byte) follow,
+    /// and the next code page line (or the end) closes it. The message is lower-case.
+    pub(crate) fn parse(text: &str, code_page: u32) -> Result<UnicodeMap, String> {
+        let mut in_section = false;
+        let mut found = false;
+        let mut pairs = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            let header = line
+                .split_whitespace()
+                .next()
+                .and_then(|w| w.parse::<u32>().ok())
+                .filter(|_| !line.contains(':'));
+            if let Some(cp) = header {
+                in_section = cp == code_page;
+                found |= in_section;
+                continue;
+            }
+            if !in_section {
+                continue;
+            }
+            for pair in line.split_whitespace() {
+                let parsed = pair.split_once(':').and_then(|(c, b)| {
+                    Some((
+                        u16::from_str_radix(c, 16).ok()?,
+                        u8::from_str_radix(b, 16).ok()?,
+                    ))
+                });
+                match parsed {
+                    Some(p) => pairs.push(p),
+                    None => return Err(format!("line {}: bad mapping {pair:?}", n + 1)),
+                }
+            }
+        }
+        if !found {
+            return Err(format!("no code page {code_page} in the map file"));
+        }
+        pairs.sort_by_key(|&(cp, _)| cp);
+        pairs.dedup_by_key(|&mut (cp, _)| cp);
+        let digest = pairs.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &(cp, b)| {
+            (h ^ (u64::from(cp) << 8 | u64::from(b))).wrapping_mul(0x0100_0000_01b3)
+        });
+        Ok(UnicodeMap { pairs, digest })
+    }
+
+    /// The byte for a code point, if the section maps it.
+    pub(crate) fn get(&self, code_point: u16) -> Option<u8> {
+        self.pairs
+            .binary_search_by_key(&code_point, |&(cp, _)| cp)
+            .ok()
+            .map(|i| self.pairs[i].1)
+    }
+}
+
 /// The best-fit ASCII byte for a code point, if the table has one.
 pub(super) fn best_fit(code_point: u16) -> Option<u8> {
     TABLE
@@ -391,6 +472,23 @@ pub(super) fn best_fit(code_point: u16) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_file_sections() {
+        let text = "# ours\n1252 (ANSI - Latin I)\n00e9:65 201c:22\n2122:54\n\n20127 (US-ASCII)\n00e9:45\n";
+        let m = UnicodeMap::parse(text, 1252).unwrap();
+        assert_eq!(m.get(0x00e9), Some(b'e'));
+        assert_eq!(m.get(0x2122), Some(b'T'));
+        assert_eq!(m.get(0x0041), None);
+        assert_eq!(
+            UnicodeMap::parse(text, 20127).unwrap().get(0x00e9),
+            Some(b'E')
+        );
+        assert!(UnicodeMap::parse(text, 437)
+            .unwrap_err()
+            .contains("no code page 437"));
+        assert!(UnicodeMap::parse("1 (x)\nzz:1\n", 1).is_err());
+    }
 
     #[test]
     fn table_is_sorted_and_maps() {

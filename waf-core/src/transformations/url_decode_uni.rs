@@ -12,6 +12,9 @@
 //!   shifted into `!`-`~`. This is ModSecurity with `SecUnicodeMapFile unicode.mapping 20127`
 //!   as in the CRS reference deployments, and what Coraza's vectors expect. Without a map
 //!   file ModSecurity v3 writes `x` for unmapped code points; the vectors want the low byte.
+//!   With `SecUnicodeMapFile FILE CODEPAGE` the compiler swaps in
+//!   `Transformation::UrlDecodeUniMapped`, which maps through that section of the file
+//!   instead of the built-in table (same low-byte rule for unmapped code points).
 //! - Invalid escapes are kept literally: a `%` not followed by two hex digits stays `%`, and
 //!   `%u` not followed by four hex digits stays `%u` (decoding resumes after the `u`).
 //! - Then the result is folded to Unicode NFKC (`nfkc.rs`), so fullwidth and other
@@ -23,15 +26,19 @@ use std::borrow::Cow;
 
 use super::{hex, nfkc, unicode_map};
 
-/// The byte a valid `%uXXXX` at `input[i]` decodes to.
-fn unicode_escape(input: &[u8], i: usize) -> Option<u8> {
+/// The byte a valid `%uXXXX` at `input[i]` decodes to, with the built-in table or `map`.
+fn unicode_escape(input: &[u8], i: usize, map: Option<&unicode_map::UnicodeMap>) -> Option<u8> {
     if !matches!(input.get(i + 1), Some(b'u' | b'U')) {
         return None;
     }
     let high = hex::pair(input, i + 2)?;
     let low = hex::pair(input, i + 4)?;
     let code_point = u16::from(high) << 8 | u16::from(low);
-    Some(match unicode_map::best_fit(code_point) {
+    let mapped = match map {
+        Some(m) => m.get(code_point),
+        None => unicode_map::best_fit(code_point),
+    };
+    Some(match mapped {
         Some(b) => b,
         None if high == 0xff && low > 0x00 && low < 0x5f => low + 0x20,
         None => low,
@@ -39,20 +46,26 @@ fn unicode_escape(input: &[u8], i: usize) -> Option<u8> {
 }
 
 /// Whether `input[i]` starts something that decodes to a different value.
-fn decodes_at(input: &[u8], i: usize) -> bool {
+fn decodes_at(input: &[u8], i: usize, map: Option<&unicode_map::UnicodeMap>) -> bool {
     match input[i] {
         b'+' => true,
-        b'%' => unicode_escape(input, i).is_some() || hex::pair(input, i + 1).is_some(),
+        b'%' => unicode_escape(input, i, map).is_some() || hex::pair(input, i + 1).is_some(),
         _ => false,
     }
 }
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
-    nfkc::fold(decode(input))
+    nfkc::fold(decode(input, None))
 }
 
-fn decode(input: &[u8]) -> Cow<'_, [u8]> {
-    let Some(first) = memchr::memchr2_iter(b'%', b'+', input).find(|&i| decodes_at(input, i))
+/// With the table of `SecUnicodeMapFile` instead of the built-in one: a mapped code point
+/// becomes its byte, an unmapped one its low byte (fullwidth ASCII shifted), as ModSecurity.
+pub(super) fn apply_mapped<'a>(input: &'a [u8], map: &unicode_map::UnicodeMap) -> Cow<'a, [u8]> {
+    nfkc::fold(decode(input, Some(map)))
+}
+
+fn decode<'a>(input: &'a [u8], map: Option<&unicode_map::UnicodeMap>) -> Cow<'a, [u8]> {
+    let Some(first) = memchr::memchr2_iter(b'%', b'+', input).find(|&i| decodes_at(input, i, map))
     else {
         return Cow::Borrowed(input);
     };
@@ -69,7 +82,7 @@ fn decode(input: &[u8]) -> Cow<'_, [u8]> {
         i += run;
         match input[i] {
             b'%' if matches!(input.get(i + 1), Some(b'u' | b'U')) => {
-                match unicode_escape(input, i) {
+                match unicode_escape(input, i, map) {
                     Some(b) => {
                         out.push(b);
                         i += 6;

@@ -155,6 +155,12 @@ pub(crate) enum Selector {
     Key(Vec<u8>),
     /// Keys matching a regular expression (`/.../`), matched ignoring case.
     Regex(regex::bytes::Regex),
+    /// A key regex only the backtracking engine compiles (`ARGS:/^(?!ref)/`); a search
+    /// that hits the match limit selects nothing.
+    Backtracking(Box<crate::operators::rx_backtrack::Backtracking>),
+    /// `XML:/order/item[2]/@sku`: an XPath expression beyond `XML:/*` and `XML://@*`
+    /// (`body/xpath.rs`); it selects values, not keys.
+    XPath(Box<crate::body::xpath::XPath>),
 }
 
 impl Selector {
@@ -174,7 +180,20 @@ impl Selector {
             .unicode(false)
             .build()
             .map(Selector::Regex)
+            .or_else(|e| {
+                if e.to_string().contains("exceeds size limit") {
+                    return Err(e.to_string());
+                }
+                crate::operators::rx_backtrack::Backtracking::compile(pattern, true, 0)
+                    .map(|b| Selector::Backtracking(Box::new(b)))
+                    .map_err(|_| e.to_string())
+            })
             .map_err(|e| format!("invalid key regex /{pattern}/: {e}"))
+    }
+
+    /// Whether this is a key regex on the backtracking engine (named in a load warning).
+    pub(crate) fn uses_backtracking(&self) -> bool {
+        matches!(self, Selector::Backtracking(_))
     }
 
     /// Whether `key` is selected.
@@ -183,6 +202,11 @@ impl Selector {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
             Selector::Regex(re) => re.is_match(key),
+            Selector::XPath(_) => false,
+            Selector::Backtracking(re) => matches!(
+                re.is_match(key),
+                crate::operators::rx_backtrack::Search::Done(true)
+            ),
         }
     }
 }

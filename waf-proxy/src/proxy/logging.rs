@@ -203,8 +203,27 @@ impl Finish {
     /// The answer to an intervention: `waf_core::host`'s block page (HTML or JSON by
     /// `Accept`, naming the request id and nothing an attacker could use).
     pub(super) fn block(&mut self, i: &Intervention) -> Response<ResBody> {
+        // A gate (challenge, waiting room, sign-in) answers with its own page.
+        if let Some(r) = self
+            .tx
+            .as_ref()
+            .and_then(|tx| tx.policy_effects().gate_response(&self.rec.request_id))
+        {
+            self.rec.action = "gate";
+            let mut headers = http::HeaderMap::new();
+            r.write_headers(&mut headers);
+            let fin = self.take();
+            return fin.generated(r.status, headers, r.body);
+        }
         self.rec.action = "block";
-        let page = host::block_response(i, &self.rec.request_id, self.accept.as_deref());
+        let page = match self.host {
+            Some(hi) => self.state.hosts[hi].waf.block_response(
+                i,
+                &self.rec.request_id,
+                self.accept.as_deref(),
+            ),
+            None => host::block_response(i, &self.rec.request_id, self.accept.as_deref()),
+        };
         let mut headers = http::HeaderMap::new();
         if let Some(v) = page
             .location
@@ -220,6 +239,13 @@ impl Finish {
             header::CONTENT_TYPE,
             HeaderValue::from_static(page.content_type),
         );
+        if page.content_type.starts_with("text/html") {
+            // The page's own inline style, whatever the host's CSP says.
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(host::pages::PAGE_CSP),
+            );
+        }
         let mut body = page.body;
         if let Some(tx) = &self.tx {
             crate::policy::edit_block(tx.policy_effects(), &mut headers, &mut body);

@@ -26,6 +26,7 @@
 //! and 5), [`logging`] (6, and the responses the proxy makes itself).
 
 mod body;
+mod gate;
 mod logging;
 mod request;
 mod response;
@@ -90,6 +91,9 @@ async fn serve(req: Request<Incoming>, conn: Arc<ConnCtx>) -> Response<ResBody> 
         Ok(a) => a,
         Err(resp) => return *resp,
     };
+    if admitted.gate {
+        return gate::serve(admitted, &conn, &state).await;
+    }
     let request::Admitted {
         parts,
         body,
@@ -97,6 +101,7 @@ async fn serve(req: Request<Incoming>, conn: Arc<ConnCtx>) -> Response<ResBody> 
         host,
         host_name,
         declared,
+        ..
     } = admitted;
     let host = &state.hosts[host];
     let sent = match body::filter(body, host, &state, declared, &mut fin).await {

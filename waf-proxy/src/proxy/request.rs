@@ -28,6 +28,9 @@ pub(super) struct Admitted {
     pub(super) host_name: String,
     /// The declared `Content-Length`.
     pub(super) declared: Option<u64>,
+    /// A gate endpoint (challenge answer, sign-in): answered by [`super::gate`], not
+    /// forwarded.
+    pub(super) gate: bool,
 }
 
 /// Admits `req`, or answers it (refused by the edge, unknown host, blocked in phase 1,
@@ -128,7 +131,10 @@ pub(super) fn filter(
     if let Verdict::Intervene(i) = verdict {
         return Err(Box::new(fin.block(&i)));
     }
-    admit(parts, body, fin, hi, host, host_name)
+    let gate = host.waf.is_gate_path(parts.uri.path().as_bytes());
+    let mut a = admit(parts, body, fin, hi, host, host_name)?;
+    a.gate = gate;
+    Ok(a)
 }
 
 /// The body limit on the declared length, then the request is admitted.
@@ -160,6 +166,7 @@ fn admit(
         host: hi,
         host_name: host_name.unwrap_or_default(),
         declared,
+        gate: false,
     })
 }
 

@@ -45,6 +45,11 @@ pub(super) async fn filter(
     }
     headers::strip_hop_by_hop(&mut parts.headers);
     add_host_headers(&mut parts.headers, host, conn.https);
+    if let Some(tx) = fin.tx.as_ref() {
+        // Gate cookies renewed or granted on the way (admission, session).
+        tx.policy_effects()
+            .edit_response_headers(&mut parts.headers);
+    }
     headers::harden_cookies(&mut parts.headers, &host.config, conn.https);
     if let Ok(v) = HeaderValue::from_str(&fin.rec.request_id) {
         parts

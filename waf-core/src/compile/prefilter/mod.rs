@@ -133,15 +133,10 @@ impl Prefilter {
         }
     }
 
-    /// Which back-ends this group uses, for tests and reports: (literal automaton,
-    /// Hyperscan database).
-    #[cfg(test)]
-    pub(crate) fn backends(&self) -> (bool, bool) {
-        #[cfg(feature = "hyperscan")]
-        let hs = self.hyperscan.is_some();
-        #[cfg(not(feature = "hyperscan"))]
-        let hs = false;
-        (self.literals.is_some(), hs)
+    /// Whether this group has a Hyperscan database (for tests).
+    #[cfg(all(test, feature = "hyperscan"))]
+    pub(crate) fn has_hyperscan(&self) -> bool {
+        self.hyperscan.is_some()
     }
 }
 
@@ -462,7 +457,7 @@ SecRule ARGS:a "@rx a.b" "id:6,phase:1,pass,t:urlDecodeUni"
             .program
             .prefilters
             .iter()
-            .filter(|p| p.backends().1)
+            .filter(|p| p.has_hyperscan())
             .count();
         for p in &waf.program.prefilters {
             always += p.always.len();

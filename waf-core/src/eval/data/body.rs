@@ -11,6 +11,22 @@ impl TxData {
             variable, selector, ..
         } = e;
         match variable {
+            V::Xml if matches!(selector, Selector::XPath(_)) => {
+                let Selector::XPath(xpath) = selector else {
+                    return;
+                };
+                if self.body_processor != Some(crate::actions::ctl::BodyProcessor::Xml)
+                    || self.reqbody_error
+                {
+                    return;
+                }
+                let name = VarName {
+                    variable,
+                    key: Some(xpath.text().as_bytes()),
+                };
+                // Values are computed, not stored: no cache key.
+                xpath.evaluate(&self.request_body, &mut |v| f(None, name, v));
+            }
             V::Xml => {
                 let attrs = matches!(selector, Selector::Key(k) if k == b"//@*");
                 let items = if attrs {

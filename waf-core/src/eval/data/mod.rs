@@ -154,6 +154,10 @@ pub(crate) struct TxData {
     pub(crate) response_content_length: Vec<u8>,
     pub(crate) outbound_data_error: bool,
     pub(crate) inbound_data_error: bool,
+    /// Set by a backtracking `@rx` that hit its match limit during the current rule; the
+    /// rule loop turns it into `TX:MSC_PCRE_LIMITS_EXCEEDED`. Atomic only so that a
+    /// `Transaction` stays `Sync`; it is written and read by the one thread that runs it.
+    pub(crate) match_limit_exceeded: std::sync::atomic::AtomicBool,
 
     /// `TX`, keys lower-cased.
     pub(crate) tx: super::vars::TxVars,
@@ -597,6 +601,21 @@ impl TxData {
 }
 
 impl MacroExpander for TxData {
+    fn append_matching(&self, variable: Variable, keys: &Selector, out: &mut Vec<u8>) {
+        let mut done = false;
+        self.visit(variable, keys, &|_| false, &mut |_, _, v| {
+            if !done {
+                out.extend_from_slice(v);
+                done = true;
+            }
+        });
+    }
+
+    fn note_match_limit_exceeded(&self) {
+        self.match_limit_exceeded
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
         match (variable, key) {
             // A missing TX variable expands to nothing, as `append_variable` says.
