@@ -544,7 +544,7 @@ def write_report(meta, scored):
     w("```")
     w("cargo build -p waf-proxy")
     w("target/debug/waf-proxy ml-dump ../shared/datasets/dev.jsonl > /tmp/ml-dump.jsonl")
-    w(f"python3 waf-core/models/train.py train --dataset ../shared/datasets/dev.jsonl --dump /tmp/ml-dump.jsonl")
+    w(f"python3 waf-core/models/train.py train --dataset ../shared/datasets/dev.jsonl --dump /tmp/ml-dump.jsonl --c {','.join(str(c) for c, _ in meta['C_tried'])}")
     w("```")
     w("")
     w("Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".")
@@ -555,7 +555,7 @@ def write_report(meta, scored):
       "validation; every figure below is on **test**, which played no part in training or in the choice.")
     w("")
     w("Model: scikit-learn `LogisticRegression` (liblinear, `class_weight=balanced`, "
-      f"C={meta['C']}, the best of {[c for c, _ in meta['C_tried']]} by validation recall at 1 % false positives) over {DIM} features (2048 hashed 1-3-gram buckets + 8 structural, "
+      f"C={meta['C']}, the best of {[c for c, _ in meta['C_tried']]} by validation recall at 1 % false positives) over {DIM} features ({NGRAM_BUCKETS} hashed 1-3-gram buckets + {STRUCT_FEATURES} structural, "
       f"`waf-core/src/ml/features.rs`, version {FEATURE_VERSION}), exported as a sparse graph "
       f"(`Gather` of the weights by feature index, `Mul`, `ReduceSum`, `Add`, `Sigmoid`; "
       f"see `waf-core/src/ml/model.rs` for why not skl2onnx's dense `LinearClassifier`), "
@@ -721,7 +721,7 @@ def main():
     t = sub.add_parser("train")
     t.add_argument("--dataset", required=True)
     t.add_argument("--dump", required=True)
-    t.add_argument("--c", default="0.25,0.5,1,2,4,8,16", help="values of C to try, comma-separated")
+    t.add_argument("--c", default="16,64,256,1024", help="values of C to try, comma-separated")
     e = sub.add_parser("evaluate")
     e.add_argument("--dump", required=True)
     sub.add_parser("golden", help="rewrite golden.json for the current default.onnx")
