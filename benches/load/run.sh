@@ -24,6 +24,12 @@
 #                  list of 1,000 CIDRs, a 100,000 r/s rate limit every request goes through,
 #                  and the security headers of proxy-all (load/protected-policy.sh writes the
 #                  rules and a country .mmdb at run time; needs libmaxmind-db-writer-perl)
+#   proxy-protected-parse  as proxy-protected, but the engine on in detect mode with no
+#                  detection rule ({parse}: body access and the JSON processor): the
+#                  baseline of
+#   proxy-protected-ml     the same with the ML detector on (`ml = "default"`, issue 17)
+#                  (not in the default GATEWAYS list; GATEWAYS="proxy-protected-parse
+#                  proxy-protected-ml" runs the pair)
 #   proxy-challenge-pass, proxy-queue, proxy-sign-in
 #                  waf-proxy, WAF rules off, with a challenge rule, a waiting room, or
 #                  email-code sign-in on every path, and every request carrying the valid
@@ -117,6 +123,12 @@ cookies = { secure = true, http_only = true, same_site = "Lax" }
 limits = { max_request_body = 1048576 }
 forwarding = { x_forwarded = true, forwarded = true }
 proxy-protected|waf = { mode = "off" }
+headers = { hsts = "max-age=31536000", content_type_options = true, frame_options = "DENY", referrer_policy = "no-referrer", csp = "default-src 'self'" }
+{protected}
+proxy-protected-parse|waf = { mode = "detect", rules = ["{parse}"] }
+headers = { hsts = "max-age=31536000", content_type_options = true, frame_options = "DENY", referrer_policy = "no-referrer", csp = "default-src 'self'" }
+{protected}
+proxy-protected-ml|waf = { mode = "detect", rules = ["{parse}"], ml = "default" }
 headers = { hsts = "max-age=31536000", content_type_options = true, frame_options = "DENY", referrer_policy = "no-referrer", csp = "default-src 'self'" }
 {protected}
 proxy-challenge-pass|waf = { mode = "off" }
@@ -339,6 +351,14 @@ start_gateway_inner() {
         on { print }')
       host=${host//\{crs\}/$CRS}
       host=${host//\{rules\}/$WORK/crs-pl1.conf}
+      if [[ $host == *'{parse}'* ]]; then
+        # The engine on with no detection rule: it parses query, cookies and bodies (JSON
+        # too), so the ML variant differs from its baseline by the detector alone.
+        printf '%s\n' 'SecRequestBodyAccess On' \
+          'SecRule REQUEST_HEADERS:Content-Type "@contains json" "id:1,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"' \
+          >"$WORK/parse.conf"
+        host=${host//\{parse\}/$WORK/parse.conf}
+      fi
       if [[ $host == *'{protected}'* ]]; then
         if [ ! -f "$WORK/protected/policy.toml" ]; then
           mkdir -p "$WORK/protected"

@@ -60,6 +60,7 @@
 
 pub mod host;
 pub mod limits;
+pub mod ml;
 pub mod policy;
 
 mod actions;
@@ -82,7 +83,7 @@ mod waf;
 pub use compile::{LimitAction, ScanBackend};
 pub use error::{Error, ErrorKind, Location, Warning};
 pub use exclusion::{ExcludedRules, Exclusion};
-pub use report::{MatchedRule, Report, Severity};
+pub use report::{MatchedRule, MlScore, Report, Severity};
 pub use transaction::{ConnectionInfo, RequestHead, ResponseHead, Transaction};
 pub use verdict::{DisruptiveAction, Intervention, Verdict};
 pub use waf::{EngineMode, EngineSettings, Waf, WafBuilder};

@@ -70,6 +70,26 @@ pub const DEFAULT_EXPRESSION_REGEX_SIZE: usize = 1 << 20;
 /// reset its own bucket, so size it above the number of clients you expect per window.
 pub const DEFAULT_POLICY_STATE_KEYS: usize = 1_000_000;
 
+/// Longest slice of one value the ML detector turns into one feature row, in bytes
+/// (`ml` feature). A longer value is cut into consecutive windows of this size, each scored
+/// on its own (the value scores its highest window's), so padding cannot dilute an attack
+/// out of sight. A window has at most `3 * 1024 + 8` non-zero features.
+pub const DEFAULT_ML_WINDOW: usize = 1024;
+
+/// Most entries (rows × the longest row, padded) of one model run (`ml` feature): bounds
+/// the two input tensors to 768 KiB (12 bytes an entry). A request with more is scored in
+/// several runs; no value is left out.
+pub const DEFAULT_ML_BATCH_ENTRIES: usize = 65_536;
+
+/// Entries of the ML detector's score cache (`ml` feature; shared by the clones of one
+/// `ml::Model`): scores of short values that repeat (`User-Agent`, `Accept`, paths), so
+/// a request made of them runs no model. With [`DEFAULT_ML_CACHE_VALUE_LEN`] about 0.7 MiB
+/// at worst; a full shard (1/16) is emptied.
+pub const DEFAULT_ML_CACHE_ENTRIES: usize = 4096;
+
+/// Longest value whose score the ML detector caches, in bytes (`ml` feature).
+pub const DEFAULT_ML_CACHE_VALUE_LEN: usize = 128;
+
 /// Longest signed cookie value or form token ([`crate::policy::gate`]) that is verified, in
 /// bytes. A longer one is refused before any MAC is computed, so a forged token costs a
 /// bounded amount of work.

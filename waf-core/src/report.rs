@@ -21,6 +21,39 @@ pub struct Report {
     pub would_intervene: Option<Intervention>,
     /// Native policy bans, rules and rate limits that matched, shadow mode included.
     pub policy: Vec<crate::policy::PolicyHit>,
+    /// The ML detector's score of the request (`ml` feature, with a model configured and
+    /// the request scored in phase 2); `None` otherwise.
+    pub ml: Option<MlScore>,
+}
+
+/// What the ML detector made of a request (see `waf_core::ml`, `ml` feature).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct MlScore {
+    /// The request's score: the highest of its values', in `[0, 1]` (0 when every value was
+    /// trivially benign). Rules see it as `TX:ML_SCORE`, in per mille.
+    pub score: f32,
+    /// The name of the value that scored highest (`ARGS:q`, `REQUEST_HEADERS:Referer`;
+    /// `TX:ML_VAR`), empty when none was scored.
+    pub var: String,
+    /// Values scored (by the model or from the score cache).
+    pub values: usize,
+    /// Of those, values whose score came from the cache.
+    pub cached: usize,
+    /// Values skipped as trivially benign (score 0).
+    pub skipped: usize,
+    /// Feature rows (windows) scored.
+    pub rows: usize,
+    /// An inference error, if the model failed (its rows then score 0). A model that loaded
+    /// does not fail on any input; this is for the log.
+    pub error: Option<String>,
+}
+
+impl MlScore {
+    /// The score in per mille, as `TX:ML_SCORE` and `ml.score` give it.
+    pub fn per_mille(&self) -> i64 {
+        (f64::from(self.score) * 1000.0).round() as i64
+    }
 }
 
 /// One matched rule.

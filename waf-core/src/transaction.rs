@@ -179,6 +179,15 @@ impl Transaction {
         self.state.response_end()
     }
 
+    /// Test and training-data hook (`ml` feature): every value the ML detector looks at,
+    /// as `(name, bytes, score)`, trivially benign ones with score 0; call it after
+    /// [`request_end`](Self::request_end). Slow; not a stable API.
+    #[cfg(feature = "ml")]
+    #[doc(hidden)]
+    pub fn internal_ml_values(&self) -> Vec<(String, Vec<u8>, f32)> {
+        self.state.ml_values()
+    }
+
     /// Phase 5 (logging), then the report of the whole transaction.
     pub fn finish(self) -> Report {
         self.state.finish()

@@ -68,6 +68,9 @@ pub struct Waf {
     pub(crate) runtime: Arc<Runtime>,
     /// The native policy, compiled beside the program; its state store inside.
     pub(crate) policy: Arc<Policy>,
+    /// The ML detector's model ([`crate::ml`]), if one was configured.
+    #[cfg(feature = "ml")]
+    pub(crate) ml: Option<crate::ml::Model>,
 }
 
 impl Waf {
@@ -142,7 +145,19 @@ impl Waf {
             program: Arc::clone(&self.program),
             runtime: Arc::clone(&self.runtime),
             policy: Arc::new(Policy::compile(config, store)?),
+            #[cfg(feature = "ml")]
+            ml: self.ml.clone(),
         })
+    }
+
+    /// The same rules and policy with the ML detector's model set (or removed with
+    /// `None`); for hosts that get their `Waf` from elsewhere (a profile).
+    #[cfg(feature = "ml")]
+    pub fn with_ml_model(&self, model: Option<crate::ml::Model>) -> Waf {
+        Waf {
+            ml: model,
+            ..self.clone()
+        }
     }
 
     /// Re-reads the policy's list files and geo databases that changed since they were
@@ -178,6 +193,12 @@ impl Waf {
         now: SystemTime,
     ) -> Option<SystemTime> {
         self.policy.ban(ip, ttl_secs, now)
+    }
+
+    /// The ML detector's model, if one was configured ([`WafBuilder::ml_model`]).
+    #[cfg(feature = "ml")]
+    pub fn ml_model(&self) -> Option<&crate::ml::Model> {
+        self.ml.as_ref()
     }
 
     /// Whether the native policy can act on a request (it has rules, rate limits or bans).
@@ -263,6 +284,8 @@ pub struct WafBuilder {
     exclusions: Vec<Exclusion>,
     reference: bool,
     backend: ScanBackend,
+    #[cfg(feature = "ml")]
+    ml: Option<crate::ml::Model>,
 }
 
 #[derive(Debug)]
@@ -332,6 +355,16 @@ impl WafBuilder {
         self
     }
 
+    /// Scores every request with `model` ([`crate::ml`]): `TX:ML_SCORE`, `TX:ML_VAR`,
+    /// `ml.score` and [`crate::Report::ml`]. Load it once with
+    /// [`crate::ml::Model::default_model`] or [`crate::ml::Model::from_file`]; a `Model`
+    /// is cheap to clone.
+    #[cfg(feature = "ml")]
+    pub fn ml_model(mut self, model: crate::ml::Model) -> Self {
+        self.ml = Some(model);
+        self
+    }
+
     /// Test oracle only: evaluates every rule the straightforward way (every value of every
     /// target through its transformations and operator; no prefilter, no cached
     /// transformations, no skipped rules). It gives the same results as the default, more
@@ -386,10 +419,24 @@ impl WafBuilder {
             Some(config) => Policy::compile(config, self.store)?,
             None => Policy::empty(),
         };
+        #[cfg(feature = "ml")]
+        let has_model = self.ml.is_some();
+        #[cfg(not(feature = "ml"))]
+        let has_model = false;
+        if policy.reads_ml_score() && !has_model {
+            program.warnings.push(Warning {
+                location: None,
+                message: "a policy rule reads ml.score, but no ML model is configured \
+                          (the `ml` feature and WafBuilder::ml_model): ml.score is always 0"
+                    .to_string(),
+            });
+        }
         Ok(Waf {
             program: Arc::new(program),
             runtime: Arc::new(Runtime::default()),
             policy: Arc::new(policy),
+            #[cfg(feature = "ml")]
+            ml: self.ml,
         })
     }
 }

@@ -469,6 +469,11 @@ pub struct RawWaf {
     /// Rules switched off, optionally only under a path prefix.
     #[serde(default)]
     pub exclusions: Vec<RawExclusion>,
+    /// The ML detector (detect mode: a score for rules, logs and metrics): `"off"` (the
+    /// default), `"default"` (the model built into the binary) or the path of an `.onnx`
+    /// model (relative to the config file). Needs the `ml` cargo feature (on by default).
+    #[serde(default)]
+    pub ml: Option<String>,
 }
 
 impl Default for RawWaf {
@@ -479,6 +484,7 @@ impl Default for RawWaf {
             crs: None,
             paranoia: 1,
             exclusions: Vec::new(),
+            ml: None,
         }
     }
 }
@@ -765,6 +771,9 @@ pub struct WafConfig {
     pub rules: WafRules,
     /// Exclusions.
     pub exclusions: Vec<Exclusion>,
+    /// The ML detector's model, loaded and checked when the config is; `None` = off.
+    #[cfg(feature = "ml")]
+    pub ml: Option<waf_core::ml::Model>,
 }
 
 /// A validated exclusion.
@@ -929,6 +938,35 @@ fn parse_target(errs: &mut Errors<'_>, key: &str, s: &str, base: &Path) -> LogTa
 
 fn nonempty(v: Option<String>) -> Option<String> {
     v.filter(|s| !s.is_empty())
+}
+
+/// `[hosts.waf] ml`: loads and checks the model now, so a bad one fails the config with
+/// its key (a reload keeps the old config).
+#[cfg(feature = "ml")]
+fn ml_model(
+    errs: &mut Errors<'_>,
+    key: &str,
+    v: Option<&str>,
+    base: &Path,
+) -> Option<waf_core::ml::Model> {
+    let loaded = match v? {
+        "off" => return None,
+        "default" => waf_core::ml::Model::default_model(),
+        path => waf_core::ml::Model::from_file(base.join(path)),
+    };
+    loaded.map_err(|e| errs.push(key, e.to_string())).ok()
+}
+
+/// `[hosts.waf] ml` in a build without the `ml` feature: anything but `"off"` is an error,
+/// not a setting silently ignored.
+#[cfg(not(feature = "ml"))]
+fn ml_model(errs: &mut Errors<'_>, key: &str, v: Option<&str>, _base: &Path) {
+    if let Some(v) = v.filter(|v| *v != "off") {
+        errs.push(
+            key,
+            format!("{v:?}: this waf-proxy was built without the `ml` feature"),
+        );
+    }
 }
 
 fn header_value_ok(errs: &mut Errors<'_>, key: &str, v: &Option<String>) {
@@ -1262,6 +1300,13 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                     path_prefix: e.path_prefix,
                 });
             }
+            #[cfg_attr(not(feature = "ml"), allow(clippy::let_unit_value, unused_variables))]
+            let ml = ml_model(
+                &mut errs,
+                &format!("{key}.waf.ml"),
+                h.waf.ml.as_deref(),
+                &base,
+            );
             let hd = h.headers;
             header_value_ok(&mut errs, &format!("{key}.headers.hsts"), &hd.hsts);
             header_value_ok(
@@ -1297,6 +1342,8 @@ impl TryFrom<(&Path, RawConfig)> for Config {
                     mode,
                     rules,
                     exclusions,
+                    #[cfg(feature = "ml")]
+                    ml,
                 },
                 max_request_body: h.limits.max_request_body,
                 max_response_buffer: h.limits.max_response_buffer,

@@ -51,6 +51,18 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Training/measurement dump of the ML detector over dataset records (JSON Lines), with
+    /// the default profile and the embedded model (or `--model`). See `waf-core/models/`.
+    #[cfg(feature = "ml")]
+    #[command(hide = true)]
+    MlDump {
+        /// An `.onnx` model instead of the embedded one.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// JSON Lines files in the dataset format.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -105,6 +117,22 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 "replay: {} requests, {} blocked",
                 summary.requests, summary.blocked
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "ml")]
+        Command::MlDump { model, files } => {
+            let model = match model {
+                Some(path) => waf_core::ml::Model::from_file(path)?,
+                None => waf_core::ml::Model::default_model()?,
+            };
+            // Detection only: every request runs every phase and is scored; `blocked` is
+            // what the profile would have blocked.
+            let waf = waf_proxy::profile::default_builder(waf_core::EngineMode::DetectionOnly)
+                .ml_model(model)
+                .build()?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let n = replay::ml_dump(&waf, &files, &mut out).context("ml-dump")?;
+            eprintln!("ml-dump: {n} records");
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -51,6 +51,46 @@ impl Histogram {
     }
 }
 
+/// Score bucket bounds of [`ScoreHistogram`] (the ML detector's score, `0..=1`).
+const SCORE_BOUNDS: [f64; 12] = [
+    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999,
+];
+
+/// A fixed-bucket histogram of scores in `[0, 1]` (the ML detector's).
+#[derive(Debug, Default)]
+pub struct ScoreHistogram {
+    buckets: [AtomicU64; SCORE_BOUNDS.len()],
+    count: AtomicU64,
+    /// Sum of the scores in millionths.
+    sum_micro: AtomicU64,
+}
+
+impl ScoreHistogram {
+    /// Records one score (clamped to `[0, 1]`).
+    pub fn observe(&self, score: f32) {
+        let s = f64::from(score).clamp(0.0, 1.0);
+        if let Some(i) = SCORE_BOUNDS.iter().position(|b| s <= *b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_micro
+            .fetch_add((s * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cum = 0;
+        for (b, c) in SCORE_BOUNDS.iter().zip(&self.buckets) {
+            cum += c.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cum}");
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.sum_micro.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
 /// FNV-1a: the per-request counter maps have short, trusted keys (configured host labels,
 /// static action names), so SipHash's DoS resistance buys nothing there and costs a
 /// measurable share of the WAF-off request path (benches/PROFILE.md).
@@ -95,6 +135,8 @@ pub struct Metrics {
     pub waf_time: Histogram,
     /// Time to the upstream's response head.
     pub upstream_time: Histogram,
+    /// The ML detector's request scores (hosts with `[hosts.waf] ml`).
+    pub ml_score: ScoreHistogram,
     /// Successful reloads.
     pub reloads_ok: AtomicU64,
     /// Failed reloads (the old config kept serving).
@@ -203,6 +245,11 @@ impl Metrics {
             &mut out,
             "waf_proxy_upstream_duration_seconds",
             "Time to the upstream response head.",
+        );
+        self.ml_score.render(
+            &mut out,
+            "waf_proxy_ml_score",
+            "ML detector score per scored request (0 benign .. 1 attack).",
         );
         out.push_str(extra);
         out

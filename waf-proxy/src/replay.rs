@@ -195,6 +195,75 @@ pub fn run_with(waf: &Waf, files: &[PathBuf], out: &mut dyn Write) -> io::Result
     Ok(summary)
 }
 
+/// Training and measurement dump of the ML detector (`ml` feature; `waf-proxy ml-dump`,
+/// used by `waf-core/models/train.py`): for every JSON Lines record, one JSON line with its
+/// `id`, `label`, `class`, whether `waf` blocked it or would have in detection-only mode
+/// (`blocked`), the ML score of the request
+/// (`ml`, `null` when not scored, e.g. blocked in phase 1), and every value the detector
+/// looks at as `[name, value, score]`. Values are bytes written as Latin-1 text (each byte
+/// one character below U+0100), so the script gets the exact bytes back.
+#[cfg(feature = "ml")]
+pub fn ml_dump(waf: &Waf, files: &[PathBuf], out: &mut dyn Write) -> io::Result<usize> {
+    let mut n = 0;
+    for file in files {
+        let data = std::fs::read(file)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
+        for line in data.split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(rec) = parse_json_record(line) else {
+                continue;
+            };
+            let req = &rec.request;
+            let conn = ConnectionInfo::new(
+                SocketAddr::from(([192, 0, 2, 1], 40000)),
+                SocketAddr::from(([127, 0, 0, 1], 80)),
+            );
+            let mut tx = waf.transaction(&conn, SystemTime::UNIX_EPOCH);
+            let headers: Vec<(&[u8], &[u8])> = req
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_slice(), v.as_slice()))
+                .collect();
+            let head = RequestHead::new(&req.method, &req.uri, &req.version, &headers);
+            let mut verdict = tx.request_headers(&head);
+            if matches!(verdict, Verdict::Continue)
+                && tx.wants_request_body()
+                && !req.body.is_empty()
+            {
+                verdict = tx.request_body(&req.body);
+            }
+            if matches!(verdict, Verdict::Continue) {
+                verdict = tx.request_end();
+            }
+            let values: Vec<serde_json::Value> = tx
+                .internal_ml_values()
+                .into_iter()
+                .map(|(name, v, score)| {
+                    let text: String = v.iter().map(|&b| char::from(b)).collect();
+                    serde_json::json!([name, text, score])
+                })
+                .collect();
+            let mut blocked = verdict.intervention().is_some();
+            let report = tx.finish();
+            blocked |= report.intervention.is_some() || report.would_intervene.is_some();
+            let line = serde_json::json!({
+                "id": rec.id,
+                "label": rec.label,
+                "class": rec.class,
+                "blocked": blocked,
+                "ml": report.ml.as_ref().map(|m| m.score),
+                "ml_var": report.ml.as_ref().map(|m| m.var.clone()),
+                "values": values,
+            });
+            writeln!(out, "{line}")?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// One request, owned, as replay feeds it to the engine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplayRequest {

@@ -325,6 +325,10 @@ pub fn build_waf(w: &WafConfig) -> Result<Waf, waf_core::Error> {
         }
         b = b.exclusion(x);
     }
+    #[cfg(feature = "ml")]
+    if let Some(model) = &w.ml {
+        b = b.ml_model(model.clone());
+    }
     b.build()
 }
 
@@ -381,6 +385,8 @@ mod tests {
                 paranoia: 1,
             },
             exclusions: Vec::new(),
+            #[cfg(feature = "ml")]
+            ml: None,
         };
         let excluded = WafConfig {
             exclusions: vec![

@@ -69,6 +69,9 @@ pub(crate) struct TxState {
     response_body_over_limit: bool,
     scratch: rules::MatchScratch,
     policy: crate::policy::TxPolicy,
+    #[cfg(feature = "ml")]
+    ml_model: Option<crate::ml::Model>,
+    ml: Option<crate::report::MlScore>,
 }
 
 impl Drop for TxState {
@@ -93,6 +96,8 @@ impl TxState {
             program,
             runtime,
             policy,
+            #[cfg(feature = "ml")]
+            ml,
         } = waf;
         let policy = crate::policy::TxPolicy::new(policy, conn, now);
         let config = &program.config;
@@ -149,6 +154,9 @@ impl TxState {
             response_body_over_limit: false,
             scratch: recycled.scratch,
             policy,
+            #[cfg(feature = "ml")]
+            ml_model: ml,
+            ml: None,
         }
     }
 
@@ -304,6 +312,8 @@ impl TxState {
                 return v;
             }
         }
+        #[cfg(feature = "ml")]
+        self.score_ml();
         let verdict = self.run_phase(2);
         if verdict == Verdict::Continue && self.policy.has_late() {
             let score = crate::actions::setvar::parse_int(
@@ -312,7 +322,11 @@ impl TxState {
                     .get(b"inbound_anomaly_score")
                     .unwrap_or_default(),
             );
-            let step = self.policy.request_end(score);
+            let ml = self
+                .ml
+                .as_ref()
+                .map_or(0, crate::report::MlScore::per_mille);
+            let step = self.policy.request_end(score, ml);
             if let Some(v) = self.apply_policy(step) {
                 return v;
             }
@@ -770,7 +784,32 @@ impl TxState {
             intervention: self.intervention.take(),
             would_intervene: self.would_intervene.take(),
             policy: self.policy.take_hits(),
+            ml: self.ml.take(),
         }
+    }
+
+    /// The ML detector (`crate::ml`): scores the request's values once, at the start of
+    /// phase 2, and sets `TX:ML_SCORE` (per mille) and `TX:ML_VAR` for the rules.
+    #[cfg(feature = "ml")]
+    fn score_ml(&mut self) {
+        if self.mode == EngineMode::Off {
+            return;
+        }
+        let Some(model) = &self.ml_model else {
+            return;
+        };
+        let ml = crate::ml::values::score(model, &self.data);
+        self.data
+            .tx
+            .set(b"ml_score", ml.per_mille().to_string().as_bytes());
+        self.data.tx.set(b"ml_var", ml.var.as_bytes());
+        self.ml = Some(ml);
+    }
+
+    /// The values the ML detector scores, with names and scores (training dump, tests).
+    #[cfg(feature = "ml")]
+    pub(crate) fn ml_values(&self) -> Vec<(String, Vec<u8>, f32)> {
+        crate::ml::values::scored_values(self.ml_model.as_ref(), &self.data)
     }
 
     fn persist_collections(&mut self) {

@@ -219,6 +219,11 @@ pub struct PolicyCounter {
 }
 
 impl Policy {
+    /// Whether a rule reads `ml.score` (which stays 0 without an ML model: a load warning).
+    pub(crate) fn reads_ml_score(&self) -> bool {
+        self.slots.contains(&FieldRef::MlScore)
+    }
+
     /// The empty policy.
     pub(crate) fn empty() -> Policy {
         Policy {
@@ -284,7 +289,9 @@ impl Policy {
                 &mut scope,
             )?;
             let mut late = false;
-            e.visit_slots(&mut |s| late |= slots[s] == FieldRef::AnomalyScore);
+            e.visit_slots(&mut |s| {
+                late |= matches!(slots[s], FieldRef::AnomalyScore | FieldRef::MlScore)
+            });
             let rule = Rule::compile(c, e, late, &rate_names)?;
             if matches!(rule.action, Action::Challenge { .. }) && config.gates.is_none() {
                 return Err(invalid(format!(
@@ -419,6 +426,7 @@ impl Policy {
             tls: conn.tls,
             now: nanos(now),
             anomaly_score: 0,
+            ml_score: 0,
         };
         if !gates.is_gate_path(req.raw_path()) {
             return None;
@@ -516,6 +524,8 @@ pub(crate) struct Request<'a> {
     pub(crate) tls: bool,
     pub(crate) now: u64,
     pub(crate) anomaly_score: i64,
+    /// The ML detector's score in per mille (`ml.score`), 0 when not scored.
+    pub(crate) ml_score: i64,
 }
 
 impl<'a> Request<'a> {
@@ -856,6 +866,7 @@ impl TxPolicy {
             tls: self.tls,
             now: self.now,
             anomaly_score: 0,
+            ml_score: 0,
         };
 
         // 1. Bans.
@@ -1040,7 +1051,7 @@ impl TxPolicy {
     }
 
     /// Step 5: rules that read `waf.score`, once the CRS request phases have run.
-    pub(crate) fn request_end(&mut self, anomaly_score: i64) -> PolicyStep {
+    pub(crate) fn request_end(&mut self, anomaly_score: i64, ml_score: i64) -> PolicyStep {
         let mut step = PolicyStep::default();
         let Some(saved) = self.saved.take() else {
             return step;
@@ -1058,6 +1069,7 @@ impl TxPolicy {
             tls: self.tls,
             now: self.now,
             anomaly_score,
+            ml_score,
         };
         let mut cx = Context::new(&req, &policy);
         for rule in policy.rules.iter().filter(|r| r.late) {

@@ -69,6 +69,12 @@ pub(super) struct Record {
     pub(super) action: &'static str,
     pub(super) rule_ids: Vec<u64>,
     pub(super) anomaly_score: i64,
+    /// The ML detector's score (`[hosts.waf] ml`), when it scored the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) ml_score: Option<f32>,
+    /// The value that scored highest (`ARGS:q`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) ml_var: Option<String>,
     #[serde(serialize_with = "ser_opt_display")]
     pub(super) upstream: Option<http::uri::Authority>,
     /// Why the edge refused the request (`action` is then `refused`).
@@ -118,6 +124,8 @@ impl Record {
             action: "pass",
             rule_ids: Vec::new(),
             anomaly_score: 0,
+            ml_score: None,
+            ml_var: None,
             upstream: None,
             reason: None,
             started,
@@ -298,6 +306,10 @@ impl Finish {
         if let Some(r) = &report {
             rec.rule_ids = r.matched_rules.iter().map(|m| m.id).collect();
             rec.anomaly_score = r.inbound_anomaly_score;
+            if let Some(ml) = &r.ml {
+                rec.ml_score = Some(ml.score);
+                rec.ml_var = Some(ml.var.clone());
+            }
             if rec.action == "pass" && r.would_intervene.is_some() {
                 rec.action = "detect";
             }
@@ -312,6 +324,9 @@ impl Finish {
         m.waf_time.observe(rec.waf_time);
         if let Some(d) = rec.upstream_time {
             m.upstream_time.observe(d);
+        }
+        if let Some(score) = rec.ml_score {
+            m.ml_score.observe(score);
         }
         if let Some(r) = &report {
             if !r.matched_rules.is_empty() {
@@ -369,6 +384,7 @@ fn audit_record<'a>(rec: &'a Record, r: &'a Report) -> serde_json::Value {
         "intervention": r.intervention.as_ref().map(|i| serde_json::json!({"status": i.status, "rule_id": i.rule_id, "message": i.message})),
         "would_intervene": r.would_intervene.as_ref().map(|i| serde_json::json!({"status": i.status, "rule_id": i.rule_id, "message": i.message})),
         "policy": crate::policy::audit_hits(r),
+        "ml": r.ml.as_ref().map(|m| serde_json::json!({"score": m.score, "var": m.var, "values": m.values, "error": m.error})),
         "rules": rules,
     })
 }

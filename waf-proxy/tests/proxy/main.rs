@@ -7,6 +7,7 @@ mod cli;
 mod crs;
 mod edge;
 mod health;
+mod ml;
 mod reload;
 mod tls;
 mod upstream_tls;

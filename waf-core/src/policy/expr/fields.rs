@@ -56,6 +56,9 @@ pub(crate) enum FieldRef {
     Category,
     /// The CRS inbound anomaly score (known after the request body phase).
     AnomalyScore,
+    /// The ML detector's score in per mille (known after the request body phase; 0 without
+    /// the `ml` feature or a model).
+    MlScore,
     /// The level of a rate limit's bucket for this request's key, by rate-limit index.
     Rate(usize),
 }
@@ -76,6 +79,7 @@ pub(crate) const FIELDS: &[(&str, Type)] = &[
     ("ip.src.reputation", Type::Int),
     ("ip.src.category", Type::Bytes),
     ("waf.score", Type::Int),
+    ("ml.score", Type::Int),
 ];
 
 /// Fields written `name["argument"]`.
@@ -104,6 +108,7 @@ impl FieldRef {
             "ip.src.reputation" => FieldRef::Reputation,
             "ip.src.category" => FieldRef::Category,
             "waf.score" => FieldRef::AnomalyScore,
+            "ml.score" => FieldRef::MlScore,
             _ => return None,
         })
     }
@@ -111,9 +116,11 @@ impl FieldRef {
     pub(crate) fn ty(&self) -> Type {
         match self {
             FieldRef::ClientIp => Type::Ip,
-            FieldRef::Asn | FieldRef::Reputation | FieldRef::AnomalyScore | FieldRef::Rate(_) => {
-                Type::Int
-            }
+            FieldRef::Asn
+            | FieldRef::Reputation
+            | FieldRef::AnomalyScore
+            | FieldRef::MlScore
+            | FieldRef::Rate(_) => Type::Int,
             _ => Type::Bytes,
         }
     }
@@ -180,6 +187,7 @@ impl<'a> Context<'a> {
                 None => bytes(b""),
             },
             FieldRef::AnomalyScore => Value::Int(req.anomaly_score),
+            FieldRef::MlScore => Value::Int(req.ml_score),
             FieldRef::Rate(i) => Value::Int(self.policy.rate_level(*i, req)),
         }
     }
