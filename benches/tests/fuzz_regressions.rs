@@ -236,3 +236,30 @@ fn xpath() {
         "one attribute selected"
     );
 }
+
+#[test]
+fn ml_features() {
+    use waf_core::ml::features::{self, Scratch, DIM};
+    let all = inputs("ml_features");
+    let mut long = false;
+    for (name, data) in &all {
+        let mut scratch = Scratch::default();
+        let (mut idx, mut val) = (Vec::new(), Vec::new());
+        let mut windows = 0;
+        for w in features::windows(data, waf_core::limits::DEFAULT_ML_WINDOW) {
+            windows += 1;
+            features::extract(w, &mut scratch, &mut idx, &mut val);
+            assert_eq!(idx.len(), val.len(), "{name}");
+            for (&i, &v) in idx.iter().zip(&val) {
+                assert!(
+                    usize::try_from(i).is_ok_and(|i| i < DIM),
+                    "{name}: index {i}"
+                );
+                assert!(v.is_finite() && v > 0.0 && v <= 1.0, "{name}: value {v}");
+            }
+        }
+        assert!(windows >= 1, "{name}: even an empty value has one window");
+        long |= windows > 1;
+    }
+    assert!(long, "one input is longer than the feature window");
+}
