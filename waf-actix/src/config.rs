@@ -114,12 +114,10 @@ impl WafBuilder {
     /// far) to the middleware's `Waf`; its errors name the
     /// rule, line and column.
     pub fn policy(
-        mut self,
+        self,
         config: &waf_core::policy::PolicyConfig,
     ) -> Result<Self, waf_core::policy::PolicyError> {
-        waf_core::policy::check_gates_served(config, "waf-actix")?;
-        self.config.waf = self.config.waf.with_policy(config, None)?;
-        Ok(self)
+        self.attach_policy(config, None)
     }
 
     /// Adds a native policy whose rate limits and bans hold for a whole fleet: its state
@@ -127,13 +125,22 @@ impl WafBuilder {
     /// node), decided locally and reconciled with Redis in the background.
     #[cfg(feature = "redis")]
     pub fn fleet_policy(
-        mut self,
+        self,
         config: &waf_core::policy::PolicyConfig,
         store: Arc<waf_redis::FleetStore>,
     ) -> Result<Self, waf_core::policy::PolicyError> {
+        self.attach_policy(config, Some(store))
+    }
+
+    /// Compiles `config` into the `Waf`, with its state in `store` (a new in-memory one
+    /// when `None`); refuses `[gates]`, whose pages this host does not serve yet.
+    fn attach_policy(
+        mut self,
+        config: &waf_core::policy::PolicyConfig,
+        store: Option<Arc<dyn waf_core::policy::Store>>,
+    ) -> Result<Self, waf_core::policy::PolicyError> {
         waf_core::policy::check_gates_served(config, "waf-actix")?;
-        let store: Arc<dyn waf_core::policy::Store> = store;
-        self.config.waf = self.config.waf.with_policy(config, Some(store))?;
+        self.config.waf = self.config.waf.with_policy(config, store)?;
         Ok(self)
     }
 

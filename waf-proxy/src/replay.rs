@@ -43,7 +43,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use waf_core::{ConnectionInfo, EngineMode, RequestHead, Verdict, Waf};
+use waf_core::{ConnectionInfo, EngineMode, RequestHead, Transaction, Verdict, Waf};
 
 use crate::profile;
 
@@ -215,28 +215,7 @@ pub fn ml_dump(waf: &Waf, files: &[PathBuf], out: &mut dyn Write) -> io::Result<
             let Ok(rec) = parse_json_record(line) else {
                 continue;
             };
-            let req = &rec.request;
-            let conn = ConnectionInfo::new(
-                SocketAddr::from(([192, 0, 2, 1], 40000)),
-                SocketAddr::from(([127, 0, 0, 1], 80)),
-            );
-            let mut tx = waf.transaction(&conn, SystemTime::UNIX_EPOCH);
-            let headers: Vec<(&[u8], &[u8])> = req
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_slice(), v.as_slice()))
-                .collect();
-            let head = RequestHead::new(&req.method, &req.uri, &req.version, &headers);
-            let mut verdict = tx.request_headers(&head);
-            if matches!(verdict, Verdict::Continue)
-                && tx.wants_request_body()
-                && !req.body.is_empty()
-            {
-                verdict = tx.request_body(&req.body);
-            }
-            if matches!(verdict, Verdict::Continue) {
-                verdict = tx.request_end();
-            }
+            let (tx, verdict) = run_request(waf, &rec.request);
             let values: Vec<serde_json::Value> = tx
                 .internal_ml_values()
                 .into_iter()
@@ -290,6 +269,21 @@ pub struct Inspection {
 
 /// Runs one request through phases 1 and 2 of `waf`.
 pub fn inspect(waf: &Waf, req: &ReplayRequest) -> Inspection {
+    let (tx, verdict) = run_request(waf, req);
+    let blocked = verdict.intervention().map(|i| i.status);
+    let report = tx.finish();
+    let mut rule_ids: Vec<u64> = Vec::new();
+    for rule in report.matched_rules.iter().filter(|r| r.log) {
+        if !rule_ids.contains(&rule.id) {
+            rule_ids.push(rule.id);
+        }
+    }
+    Inspection { blocked, rule_ids }
+}
+
+/// Feeds `req` through phases 1 and 2 of `waf` from a fixed client and server; returns the
+/// transaction (for its report) and the last verdict.
+fn run_request(waf: &Waf, req: &ReplayRequest) -> (Transaction, Verdict) {
     let client: SocketAddr = SocketAddr::from(([192, 0, 2, 1], 40000));
     let server: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 80));
     let conn = ConnectionInfo::new(client, server);
@@ -307,15 +301,7 @@ pub fn inspect(waf: &Waf, req: &ReplayRequest) -> Inspection {
     if matches!(verdict, Verdict::Continue) {
         verdict = tx.request_end();
     }
-    let blocked = verdict.intervention().map(|i| i.status);
-    let report = tx.finish();
-    let mut rule_ids: Vec<u64> = Vec::new();
-    for rule in report.matched_rules.iter().filter(|r| r.log) {
-        if !rule_ids.contains(&rule.id) {
-            rule_ids.push(rule.id);
-        }
-    }
-    Inspection { blocked, rule_ids }
+    (tx, verdict)
 }
 
 struct Outcome {

@@ -1,5 +1,5 @@
 //! The Hyperscan back-end (cargo feature `hyperscan`): one block-mode database per group of
-//! the group's `@rx` patterns, scanned once per (value, group).
+//! the group's `@rx` patterns that have no literal set, scanned once per (value, group).
 //!
 //! Every pattern is compiled with the flags the `regex` crate runs it with (`DOTALL`,
 //! `MULTILINE`, bytes not UTF-8), plus `SINGLEMATCH` (a rule only needs to know *whether*

@@ -16,12 +16,11 @@
 //!   every match of a rule must contain (`operators::rx_literals`, and `@pm` phrases). A
 //!   rule without a selective literal set gets no bit and runs its operator on every value.
 //! - `hyperscan` (the `hyperscan` cargo feature, [`ScanBackend::Hyperscan`]): one
-//!   Hyperscan database of the group's `@rx` patterns themselves, compiled in prefilter
-//!   mode (a superset of the regex's matches, so backreference-like constructs never make
-//!   it refuse a pattern). This covers the patterns that have no literal set too. A pattern
-//!   Hyperscan cannot compile (one that matches the empty string, one with Unicode classes,
-//!   one it refuses) stays with the literal back-end or, without literals, is let through on
-//!   every value.
+//!   Hyperscan database of the group's `@rx` patterns that have no literal set (the rest
+//!   keep the automaton, measured faster), compiled in prefilter mode (a superset of the
+//!   regex's matches), and scanned on values of 128 bytes or more. A pattern Hyperscan
+//!   cannot compile (one that matches the empty string, one with Unicode classes, one it
+//!   refuses) is let through on every value.
 //!
 //! Either way a set bit only makes a rule a *candidate*: the rule still runs its own
 //! operator (the `regex` crate for `@rx`), so matched data, captures and verdicts never
@@ -175,10 +174,6 @@ struct Candidate {
     literals: Option<Vec<Vec<u8>>>,
 }
 
-/// Whether Hyperscan takes every `@rx` pattern it can compile (`true`), or only those
-/// without a literal set (`false`, the measured faster choice).
-const ALL_PATTERNS_TO_HYPERSCAN: bool = false;
-
 /// Whether a literal is rare enough in ordinary values to be worth a place in an automaton.
 /// A rule with a one-letter literal (a regex like `[a-z]+\(` gives every letter) passes
 /// its prefilter on almost every value, so it would only add matches to every scan; such
@@ -214,7 +209,7 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
                 let pattern = op
                     .operator
                     .scan_pattern()
-                    .filter(|_| use_hyperscan && (ALL_PATTERNS_TO_HYPERSCAN || literals.is_none()));
+                    .filter(|_| use_hyperscan && literals.is_none());
                 if literals.is_some() || pattern.is_some() {
                     let chain_key = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
                     let next_group = groups.len() as u32;
@@ -292,11 +287,10 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         ));
     }
     out.sort_by_key(|(g, _)| *g);
+    #[cfg_attr(not(feature = "hyperscan"), allow(unused_mut))]
     let mut prefilters: Vec<Prefilter> = out.into_iter().map(|(_, p)| p).collect();
     #[cfg(feature = "hyperscan")]
     hyperscan::share_scratch(prefilters.iter_mut().filter_map(|p| p.hyperscan.as_mut()));
-    #[cfg(not(feature = "hyperscan"))]
-    let _ = &mut prefilters;
     prefilters
 }
 

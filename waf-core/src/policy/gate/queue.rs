@@ -366,23 +366,7 @@ impl Room {
         // Called: claim the place.
         let call = store.update(&self.key(b"call", Some(ticket)), now, &mut |c| c)?;
         let slot = u32::try_from(call.a).ok()?;
-        let idle = self.idle;
-        let mut ok = false;
-        store.update(
-            &self.key(b"slot", Some(u64::from(slot))),
-            now,
-            &mut |c| match c {
-                Some(c) if c.a == ticket => {
-                    ok = true;
-                    Some(Cell {
-                        a: ticket,
-                        b: 1,
-                        expires: now + idle,
-                    })
-                }
-                other => other,
-            },
-        );
+        let ok = self.touch(store, ticket, slot, now);
         store.remove(&self.key(b"call", Some(ticket)));
         ok.then_some(Place::Admitted(ticket, slot))
     }
