@@ -228,6 +228,40 @@ def targets(method, rows):
     return "| target (share of plain nginx) | scenario | ours | |\n|---|---|---:|---|\n" + "\n".join(out)
 
 
+def profiles(method, header, rows, folder):
+    """The sections of a profiles-STAMP.md (load/profiles.sh) for this method's missed targets."""
+    # PROFILES_FILE, else the newest profiles-*.md beside the rows.
+    path = os.environ.get("PROFILES_FILE")
+    if not path:
+        found = sorted(f for f in os.listdir(folder or ".") if f.startswith("profiles-") and f.endswith(".md"))
+        if not found:
+            return []
+        path = os.path.join(folder, found[-1])
+    sections, name = {}, None
+    for line in open(path):
+        if line.startswith("## "):
+            name = line[3:].strip()
+            sections[name] = []
+        elif name:
+            sections[name].append(line.rstrip("\n"))
+    by = {(r["gateway"], r["request"], r["transport"]): r for r in rows if "skipped" not in r}
+    out = []
+    for m, gw, req, trs, minimum, label in TARGETS:
+        if m != method:
+            continue
+        missed = [tr for tr in trs if by.get((gw, req, tr)) and (by[(gw, req, tr)]["share_nginx"] or 0) < minimum]
+        if not missed:
+            continue
+        for tr in dict.fromkeys(missed + ["http"]):
+            key = f"{gw} {req} {tr}"
+            if key in sections:
+                out += ["", f"### Where the time goes: {label}, {key} (missed)", ""] + sections[key]
+                break
+    if out:
+        out = ["", f"Profiles of the missed targets (from `{os.path.basename(path)}`; L0's, the reference, is there too):"] + out
+    return out
+
+
 def chart(method, header, rows, path):
     try:
         import matplotlib
@@ -323,6 +357,7 @@ def report(path):
         lines += ["", "Targets (issue 19 item 3):", "", t]
     if have_chart:
         lines += ["", f"![{method}]({os.path.basename(png)})"]
+    lines += profiles(method, header, rows, os.path.dirname(path))
     lines += ["", f"Rows: `{os.path.basename(path)}`; regenerate with `python3 benches/load/report.py {os.path.relpath(path)}`."]
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
