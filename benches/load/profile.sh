@@ -120,9 +120,13 @@ for ir, f, fn, obj in selfs:
 for c, ir in sorted(comps.items(), key=lambda x: -x[1]):
     if ir / total >= 0.005:
         print(f"| {c} | {ir / n:,.0f} | {100 * ir / total:.1f} % |")
-print("\nTop functions by self cost:\n")
+print("\nTop functions by self cost (copies of one name added up):\n")
 print("| Ir/request | share | function |\n|---:|---:|---|")
-for ir, f, fn, obj in sorted(selfs, key=lambda x: -x[0])[:top]:
+# One line per name: monomorphised copies and inlined instances of one function added up.
+by_name = {}
+for ir, f, fn, obj in selfs:
+    by_name[fn] = by_name.get(fn, 0) + ir
+for fn, ir in sorted(by_name.items(), key=lambda x: -x[1])[:top]:
     fn = fn if len(fn) <= 110 else fn[:107] + "..."
     print(f"| {ir / n:,.0f} | {100 * ir / total:.1f} % | `{fn.replace('|', '/')}` |")
 print("\nTop waf-core / waf-proxy frames by inclusive cost:\n")
