@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 STAMP="${STAMP:-$(date -u +%Y%m%dT%H%M%SZ)}"
 ROWS="${ROWS:-$RESULTS/jxwaf-$STAMP.tsv}"
 export FIXED_CONNS="${FIXED_CONNS:-1000}" NO_LATENCY=1
-[ "${QUICK:-0}" = 1 ] || DURATION="${JXWAF_DURATION:-6s}"
+[ "${QUICK:-0}" = 1 ] || DURATION="${JXWAF_DURATION:-10s}"
 lib_setup
 run_header jxwaf
 cells=$(for transport in http https; do

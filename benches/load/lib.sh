@@ -31,7 +31,7 @@ if [ "${QUICK:-0}" = 1 ]; then
   DURATION="${DURATION:-1s}"
   LAT_DURATION="${LAT_DURATION:-1}"
   WARMUP="${WARMUP:-1s}"
-  CONNS="${CONNS:-16 64}"
+  CONNS="${CONNS:-64}"
   LAT_SHARES="${LAT_SHARES:-50}"
 else
   DURATION="${DURATION:-3s}"

@@ -169,6 +169,7 @@ def table(method, rows):
     head = ["scenario", "gateway", "req/s (max)", "conns", "p50", "p99", "gateway CPU", "CPU/req",
             "peak RSS", "errors", "vs plain nginx", "vs our L0"]
     if method == "corvus":
+        head[10] = "vs nginx, same transport"
         head.insert(11, "vs nginx HTTP")
     if lat:
         head += ["open loop 25 %: p50 / p99", "50 %", "75 %"]
