@@ -14,6 +14,7 @@
 //! down and the next one tried, else 502).
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -250,7 +251,12 @@ struct Pool {
     connector: CountingConnector,
     idle_timeout: Duration,
     max_idle: usize,
-    idle: Vec<Idle>,
+    /// Oldest first: a connection put back longest ago is the likeliest to be ready again.
+    idle: VecDeque<Idle>,
+    /// The servers this pool has connected to (for the idle limit).
+    servers: Vec<(Authority, bool)>,
+    /// Check-ins so far (the idle limit is enforced every [`TRIM_EVERY`]).
+    checkins: u32,
 }
 
 thread_local! {
@@ -324,68 +330,92 @@ fn pool_index(
             },
             idle_timeout: u.idle_timeout,
             max_idle: u.max_idle_per_server,
-            idle: Vec::new(),
+            idle: VecDeque::new(),
+            servers: Vec::new(),
+            checkins: 0,
         });
         pools.len() - 1
     })
 }
 
-/// A ready pooled connection to `authority`, most recently used first; closed and expired
-/// ones are dropped on the way, busy ones (a response body still streaming) stay.
+/// A ready pooled connection to `authority`, the one put back longest ago first; closed and
+/// expired ones are dropped on the way, busy ones (a response body still streaming) stay.
 fn checkout(pool: usize, authority: &Authority, https: bool) -> Option<SendRequest<ProxyBody>> {
     POOLS.with(|p| {
         let mut pools = p.borrow_mut();
         let pool = &mut pools[pool];
         let now = Instant::now();
         let idle_timeout = pool.idle_timeout;
-        let mut found = None;
-        let mut i = pool.idle.len();
-        while i > 0 {
-            i -= 1;
+        let mut i = 0;
+        while i < pool.idle.len() {
             let c = &pool.idle[i];
             if c.sender.is_closed() || now.duration_since(c.since) > idle_timeout {
-                pool.idle.swap_remove(i);
+                pool.idle.remove(i);
                 continue;
             }
             if c.https == https && c.authority == *authority && c.sender.is_ready() {
-                found = Some(pool.idle.swap_remove(i).sender);
-                break;
+                return pool.idle.remove(i).map(|c| c.sender);
             }
+            i += 1;
         }
-        found
+        None
     })
 }
 
 /// Puts a connection back after its response head arrived (it is ready again once the
-/// body has been read). Past `max_idle` connections to the server, the oldest is dropped.
+/// body has been read).
 fn checkin(pool: usize, authority: &Authority, https: bool, sender: SendRequest<ProxyBody>) {
     POOLS.with(|p| {
         let mut pools = p.borrow_mut();
         let pool = &mut pools[pool];
-        let same = pool
-            .idle
-            .iter()
-            .filter(|c| c.https == https && c.authority == *authority)
-            .count();
-        if same >= pool.max_idle {
-            if pool.max_idle == 0 {
-                return;
-            }
-            if let Some(oldest) = pool
-                .idle
-                .iter()
-                .position(|c| c.https == https && c.authority == *authority)
-            {
-                pool.idle.remove(oldest);
-            }
+        if pool.max_idle == 0 {
+            return;
         }
-        pool.idle.push(Idle {
+        if !pool
+            .servers
+            .iter()
+            .any(|(a, t)| *t == https && a == authority)
+        {
+            pool.servers.push((authority.clone(), https));
+        }
+        pool.idle.push_back(Idle {
             authority: authority.clone(),
             https,
             sender,
             since: Instant::now(),
         });
+        pool.checkins = pool.checkins.wrapping_add(1);
+        if pool.checkins % TRIM_EVERY == 0 {
+            pool.trim();
+        }
     })
+}
+
+/// How many check-ins apart a pool trims its idle connections (amortising the scan).
+const TRIM_EVERY: u32 = 16;
+
+impl Pool {
+    /// Keeps about `max_idle` idle connections per server: closed ones go, then the oldest
+    /// ready ones above the limit. Connections still busy with a response are not idle and
+    /// do not count (they are in use, as a checked-out one is), so a burst of concurrency
+    /// above the limit does not close connections it still needs.
+    fn trim(&mut self) {
+        let cap = self.max_idle.saturating_mul(self.servers.len().max(1));
+        if self.idle.len() <= cap {
+            return;
+        }
+        self.idle.retain(|c| !c.sender.is_closed());
+        let mut ready = self.idle.iter().filter(|c| c.sender.is_ready()).count();
+        let mut i = 0;
+        while ready > cap && i < self.idle.len() {
+            if self.idle[i].sender.is_ready() {
+                self.idle.remove(i);
+                ready -= 1;
+            } else {
+                i += 1;
+            }
+        }
+    }
 }
 
 /// Opens a connection to `authority` and starts its task on the calling worker.
