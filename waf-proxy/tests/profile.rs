@@ -176,6 +176,60 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
+/// The SQL and shell grammar shapes (190160-190166, 170180-170181), on requests written for
+/// this test: each attack shape is blocked by the rule meant for it, and the benign twins
+/// that share its words (a search for SQL keywords, a spreadsheet formula, a shell pipe in
+/// a search box, prose after a semicolon) pass.
+#[test]
+fn default_profile_reads_sql_and_shell_grammar() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    let blocked: &[(&str, u64)] = &[
+        ("/p?id=5%20AND%204821%3D(", 190163),
+        ("/p?n=7%20or%20(9%3E%3D3)%20--", 190163),
+        ("/p?col=substring(%27abc%27", 190160),
+        ("/p?fn=ifnull(", 190160),
+        ("/p?sort=name&dir=asc%27%20having%20", 190164),
+        ("/p?t=abc%60%3E1", 190164),
+        ("/p?v=%27red%27%3C%3E%27blue", 190165),
+        ("/p?f=order%20by%20(select", 190166),
+        ("/ping?host=example.org%3Bhtop", 170180),
+        ("/ping?host=a%26%26visudo", 170180),
+        ("/ping?host=x%7Cnmap%20-sV%20localhost", 170180),
+        ("/ping?host=1.2.3.4%3B%20cd%20/tmp", 170180),
+        ("/run?job=kubectl%20get%20pods%20-A", 170181),
+    ];
+    for (uri, rule) in blocked {
+        let req = replay::ReplayRequest {
+            method: b"GET".to_vec(),
+            uri: uri.as_bytes().to_vec(),
+            version: b"HTTP/1.1".to_vec(),
+            headers: vec![(b"Host".to_vec(), b"example.com".to_vec())],
+            body: Vec::new(),
+        };
+        let seen = replay::inspect(&waf, &req);
+        assert_eq!(seen.blocked, Some(403), "{uri} {seen:?}");
+        assert!(seen.rule_ids.contains(rule), "{uri}: {rule} not in {seen:?}");
+    }
+    let passed = [
+        "/search?q=python%20%7C%20grep",
+        "/search?q=delete%20from%20where%20exists",
+        "/search?q=order%20by%20date",
+        "/search?q=1%3D1",
+        "/search?q=%22Where%20the%20Crawdads%20Sing%22",
+        "/search?q=how%20to%20use%20substring%20in%20sql",
+        "/search?q=pip%20install%20requests",
+        "/search?q=O%27Neil%20or%20O%27Brien",
+        "/shop?name=Rock%27n%27Roll%20Diner",
+        "/notes?text=We%20meet%20at%20noon%3B%20at%20least%20try",
+        "/faq?q=Tom%20%26%20Jerry%3B%20top%20cartoons",
+        "/sheet?cell=%3DROUND(A1%2C%202)",
+        "/sheet?cell=%3DSUM(1%2C2%2C3)",
+    ];
+    for uri in passed {
+        assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
+    }
+}
+
 #[test]
 fn default_profile_detection_only_never_blocks() {
     let req = replay::parse_raw_http(
