@@ -208,7 +208,10 @@ fn default_profile_reads_sql_and_shell_grammar() {
         };
         let seen = replay::inspect(&waf, &req);
         assert_eq!(seen.blocked, Some(403), "{uri} {seen:?}");
-        assert!(seen.rule_ids.contains(rule), "{uri}: {rule} not in {seen:?}");
+        assert!(
+            seen.rule_ids.contains(rule),
+            "{uri}: {rule} not in {seen:?}"
+        );
     }
     let passed = [
         "/search?q=python%20%7C%20grep",
