@@ -176,7 +176,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
-/// The SQL and shell grammar shapes (190160-190166, 170180-170181), on requests written for
+/// The SQL, LDAP and shell grammar shapes (190160-190169, 190310, 170180-170183), on requests written for
 /// this test: each attack shape is blocked by the rule meant for it, and the benign twins
 /// that share its words (a search for SQL keywords, a spreadsheet formula, a shell pipe in
 /// a search box, prose after a semicolon) pass.
@@ -197,6 +197,14 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/ping?host=x%7Cnmap%20-sV%20localhost", 170180),
         ("/ping?host=1.2.3.4%3B%20cd%20/tmp", 170180),
         ("/run?job=kubectl%20get%20pods%20-A", 170181),
+        ("/p?%3C%3E=1", 190168),
+        ("/p?id=7%27", 190169),
+        ("/p?ids=in%20(3%2C5%2C8)", 190169),
+        ("/p?f=where%20price%20%3E%3D%20(", 190169),
+        ("/users?username=jsmith*", 190310),
+        ("/users/jsmith*", 190310),
+        ("/run?x=c%27%27url%20example.org", 170182),
+        ("/run?x=usr/bin/nmap", 170183),
     ];
     for (uri, rule) in blocked {
         let req = replay::ReplayRequest {
@@ -227,6 +235,14 @@ fn default_profile_reads_sql_and_shell_grammar() {
         "/faq?q=Tom%20%26%20Jerry%3B%20top%20cartoons",
         "/sheet?cell=%3DROUND(A1%2C%202)",
         "/sheet?cell=%3DSUM(1%2C2%2C3)",
+        "/search?q=shoe*",
+        "/login?password=Secret*",
+        "/p?x=don%27%27t",
+        "/p?q=time%3B%20date%20night%20ideas",
+        "/p?q=rm%20-rf%20explained",
+        "/p?file=bin/setup",
+        "/p?q=where%20to%20eat",
+        "/p?q=in%20(brackets)",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
