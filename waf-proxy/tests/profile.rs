@@ -1,9 +1,9 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 91.5 % of
-//! its attacks or over 0.25 % of its benign requests, so a rule change that regresses either
-//! fails CI. The full per-request output is written to
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 94 % of
+//! its attacks (or a class under its floor) or over 0.2 % of its benign requests, so a rule
+//! change that regresses either fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
 
 use std::path::{Path, PathBuf};
@@ -303,15 +303,43 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.915,
-        "detection {:.4} < 0.915",
+        s.detection_rate() >= 0.94,
+        "detection {:.4} < 0.94",
         s.detection_rate()
     );
     assert!(
-        s.false_positive_rate() <= 0.0025,
-        "false positives {:.4} > 0.0025",
+        s.false_positive_rate() <= 0.002,
+        "false positives {:.4} > 0.002",
         s.false_positive_rate()
     );
+    // Each class with 50 or more attacks, at its measured rate rounded down (the closing
+    // note of issue 13 has the per-class table and what the two under 93 % miss).
+    let floors: &[(&str, f64)] = &[
+        ("sqli", 0.90),
+        ("xss", 0.95),
+        ("cmdi", 0.92),
+        ("path_traversal", 0.935),
+        ("lfi", 0.95),
+        ("ssrf", 0.995),
+        ("ssti", 0.955),
+        ("scanner", 0.965),
+        ("log4shell", 0.995),
+        ("rfi", 0.955),
+        ("protocol", 0.945),
+        ("nosqli", 0.99),
+        ("xxe", 1.0),
+        ("ldapi", 0.965),
+    ];
+    for (class, floor) in floors {
+        let c = &s.classes[*class];
+        assert!(
+            c.rate() >= *floor,
+            "{class}: {:.4} < {floor} ({} of {})",
+            c.rate(),
+            c.blocked,
+            c.total
+        );
+    }
 }
 
 #[test]
