@@ -176,11 +176,11 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
-/// The SQL, LDAP and shell grammar shapes (190160-190169, 190310, 170180, 170182-170183), on requests written for
-/// this test: each attack shape is blocked by the rule meant for it, and the benign twins
-/// that share its words (a search for SQL keywords, a spreadsheet formula, a shell pipe in
-/// a search box, prose after a semicolon, French elisions, a command line typed into a docs
-/// search) pass.
+/// The SQL, LDAP and shell grammar shapes (190160-190170, 190310, 170180, 170182-170183), on
+/// requests written for this test: each attack shape is blocked by the rule meant for it,
+/// and the benign twins that share its words (a search for SQL keywords, a spreadsheet
+/// formula, a shell pipe in a search box, prose after a semicolon, French elisions, a
+/// command line typed into a docs search) pass.
 #[test]
 fn default_profile_reads_sql_and_shell_grammar() {
     let waf = profile::default_waf(EngineMode::On).unwrap();
@@ -198,9 +198,12 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/ping?host=x%7Cnmap%20-sV%20localhost", 170180),
         ("/ping?host=1.2.3.4%3B%20cd%20/tmp", 170180),
         ("/p?%3C%3E=1", 190168),
-        ("/p?id=7%27", 190169),
-        ("/p?ids=in%20(3%2C5%2C8)", 190169),
-        ("/p?f=where%20price%20%3E%3D%20(", 190169),
+        ("/p?x=a)%20like%20(b", 190167),
+        ("/p?x=length(name)::int", 190167),
+        ("/p?x=5%3B%20declare%20%40v%20int", 190169),
+        ("/p?id=7%27", 190170),
+        ("/p?ids=in%20(3%2C5%2C8)", 190170),
+        ("/p?f=where%20price%20%3E%3D%20(", 190170),
         ("/users?username=jsmith*", 190310),
         ("/users/jsmith*", 190310),
         ("/run?x=c%27%27url%20example.org", 170182),
@@ -243,6 +246,14 @@ fn default_profile_reads_sql_and_shell_grammar() {
         "/p?file=bin/setup",
         "/p?q=where%20to%20eat",
         "/p?q=in%20(brackets)",
+        "/search?q=version%20%282.1%29",
+        "/search?q=length%20%28cm%29",
+        "/search?q=Where%27s%20my%20order%3F",
+        "/search?q=x%20%3E%3D%205%20and%20y%20%3C%3D%2010",
+        "/search?q=I%27m%206%27%20tall",
+        "/search?q=d%27Artagnan",
+        "/search?q=count%28%2A%29%20vs%20count%281%29",
+        "/search?q=AT%26T%3B%20Verizon",
         "/search?q=L%27or%20du%20Rhin",
         "/search?q=l%27union%20europ%C3%A9enne",
         "/search?q=Ballon%20d%27Or%202024",
