@@ -11,7 +11,6 @@
 //! down and the next one tried, else 502).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -209,46 +208,76 @@ pub fn tls_connector(t: &UpstreamTls) -> Result<Arc<rustls::ClientConfig>, Strin
 
 type Key = (Duration, Duration, usize, UpstreamTls);
 
-thread_local! {
-    static CLIENTS: RefCell<HashMap<Key, UpstreamClient>> = RefCell::new(HashMap::new());
+/// What selects a worker's pooled client: an upstream's timeouts, idle-pool size and TLS
+/// settings, with their hash computed once when the config is built (hashing the TLS
+/// settings' paths per request cost 1.3 k instructions per GET, callgrind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientKey {
+    hash: u64,
+    key: Key,
 }
 
-/// The calling worker's client for `u`'s timeout profile and TLS settings. Its pool keeps
-/// plain and TLS connections apart (by scheme and authority).
-pub fn client_for(u: &UpstreamConfig, tls: Option<&Arc<rustls::ClientConfig>>) -> UpstreamClient {
-    let key = (
-        u.connect_timeout,
-        u.idle_timeout,
-        u.max_idle_per_server,
-        u.tls.clone(),
-    );
+impl ClientKey {
+    /// The key of `u`'s client.
+    pub fn of(u: &UpstreamConfig) -> ClientKey {
+        use std::hash::{Hash, Hasher};
+        let key = (
+            u.connect_timeout,
+            u.idle_timeout,
+            u.max_idle_per_server,
+            u.tls.clone(),
+        );
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        ClientKey {
+            hash: h.finish(),
+            key,
+        }
+    }
+}
+
+thread_local! {
+    /// The worker's clients; a handful at most (one per distinct upstream profile), so a
+    /// scan comparing hashes first beats a map.
+    static CLIENTS: RefCell<Vec<(ClientKey, UpstreamClient)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The calling worker's client for `u`'s timeout profile and TLS settings (`key` is
+/// [`ClientKey::of`] `u`). Its pool keeps plain and TLS connections apart (by scheme and
+/// authority). Clients survive reloads that keep the same settings.
+pub fn client_for(
+    key: &ClientKey,
+    u: &UpstreamConfig,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> UpstreamClient {
     CLIENTS.with(|c| {
-        if let Some(client) = c.borrow().get(&key) {
+        if let Some((_, client)) = c
+            .borrow()
+            .iter()
+            .find(|(k, _)| k.hash == key.hash && k == key)
+        {
             return client.clone();
         }
-        c.borrow_mut()
-            .entry(key)
-            .or_insert_with(|| {
-                let mut http = HttpConnector::new();
-                http.set_nodelay(true);
-                http.set_connect_timeout(Some(u.connect_timeout));
-                http.enforce_http(false);
-                let name = u
-                    .tls
-                    .server_name
-                    .as_deref()
-                    .and_then(|n| ServerName::try_from(n.to_string()).ok());
-                let connector = CountingConnector {
-                    http,
-                    tls: tls.map(|t| (TlsConnector::from(t.clone()), name)),
-                };
-                Client::builder(TokioExecutor::new())
-                    .pool_timer(TokioTimer::new())
-                    .timer(TokioTimer::new())
-                    .pool_idle_timeout(u.idle_timeout)
-                    .pool_max_idle_per_host(u.max_idle_per_server)
-                    .build(connector)
-            })
-            .clone()
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(u.connect_timeout));
+        http.enforce_http(false);
+        let name = u
+            .tls
+            .server_name
+            .as_deref()
+            .and_then(|n| ServerName::try_from(n.to_string()).ok());
+        let connector = CountingConnector {
+            http,
+            tls: tls.map(|t| (TlsConnector::from(t.clone()), name)),
+        };
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .pool_idle_timeout(u.idle_timeout)
+            .pool_max_idle_per_host(u.max_idle_per_server)
+            .build(connector);
+        c.borrow_mut().push((key.clone(), client.clone()));
+        client
     })
 }

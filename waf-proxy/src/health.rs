@@ -59,7 +59,7 @@ async fn check(up: Arc<Upstream>, i: usize, h: HealthCheck) {
     else {
         return;
     };
-    let client = client_for(&up.config, up.tls.as_ref());
+    let client = client_for(&up.client_key, &up.config, up.tls.as_ref());
     let ok = match tokio::time::timeout(h.timeout, async {
         let resp = client.request(req).await?;
         let status = resp.status().as_u16();

@@ -37,7 +37,11 @@ pub(super) async fn forward(
     };
     // upstream_peer / upstream_request_filter.
     let upstream = state.upstreams[host.config.upstream].clone();
-    let client = client_for(&upstream.config, upstream.tls.as_ref());
+    let client = client_for(
+        &upstream.client_key,
+        &upstream.config,
+        upstream.tls.as_ref(),
+    );
     let original_host = host_name;
     let trusted_peer = state.config.trusted_proxies.contains(conn.peer.ip());
     let path = parts
