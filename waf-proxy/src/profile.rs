@@ -19,7 +19,7 @@
 //! can tune the threshold in one place. Weak patterns need a second, independent signal:
 //! libinjection and the quoted-SQL, shell-separator and risky-HTML rules score less in a
 //! value that reads as text (a document, a sentence, a JSON text), and the SQL and shell
-//! grammar rules (190160-190170, 170180-170183) fire on the shape of an injection read from
+//! grammar rules (190160-190171, 170180-170184) fire on the shape of an injection read from
 //! the value's tokens (a quote closed then an operator, a boolean comparison in a value cut
 //! open, a separator then a command word with shell-shaped arguments), not on a keyword.
 //!

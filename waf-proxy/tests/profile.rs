@@ -176,7 +176,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
-/// The SQL, LDAP and shell grammar shapes (190160-190170, 190310, 170180, 170182-170183), on
+/// The SQL, LDAP and shell grammar shapes (190160-190171, 190310, 170180, 170182-170184), on
 /// requests written for this test: each attack shape is blocked by the rule meant for it,
 /// and the benign twins that share its words (a search for SQL keywords, a spreadsheet
 /// formula, a shell pipe in a search box, prose after a semicolon, French elisions, a
@@ -201,12 +201,14 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/p?x=a)%20like%20(b", 190167),
         ("/p?x=length(name)::int", 190167),
         ("/p?x=5%3B%20declare%20%40v%20int", 190169),
+        ("/p?sort%253D%253Bdrop%2Btable%2Bt=1", 190171),
         ("/p?id=7%27", 190170),
         ("/p?ids=in%20(3%2C5%2C8)", 190170),
         ("/p?f=where%20price%20%3E%3D%20(", 190170),
         ("/users?username=jsmith*", 190310),
         ("/users/jsmith*", 190310),
         ("/run?x=c%27%27url%20example.org", 170182),
+        ("/run?x=%22w%22get%20localhost", 170184),
         ("/run?x=usr/bin/nmap", 170183),
     ];
     for (uri, rule) in blocked {
