@@ -338,9 +338,14 @@ fn pool_index(
     })
 }
 
-/// A ready pooled connection to `authority`, the one put back longest ago first; closed and
+/// A ready pooled connection to `authority` and how long it was idle, the one put back
+/// longest ago first; closed and
 /// expired ones are dropped on the way, busy ones (a response body still streaming) stay.
-fn checkout(pool: usize, authority: &Authority, https: bool) -> Option<SendRequest<ProxyBody>> {
+fn checkout(
+    pool: usize,
+    authority: &Authority,
+    https: bool,
+) -> Option<(SendRequest<ProxyBody>, Duration)> {
     POOLS.with(|p| {
         let mut pools = p.borrow_mut();
         let pool = &mut pools[pool];
@@ -354,7 +359,10 @@ fn checkout(pool: usize, authority: &Authority, https: bool) -> Option<SendReque
                 continue;
             }
             if c.https == https && c.authority == *authority && c.sender.is_ready() {
-                return pool.idle.remove(i).map(|c| c.sender);
+                return pool
+                    .idle
+                    .remove(i)
+                    .map(|c| (c.sender, now.duration_since(c.since)));
             }
             i += 1;
         }
@@ -390,6 +398,10 @@ fn checkin(pool: usize, authority: &Authority, https: bool, sender: SendRequest<
         }
     })
 }
+
+/// How long a pooled connection must have been idle before a request it loses is sent again
+/// (see [`send`]).
+const STALE_AFTER: Duration = Duration::from_secs(1);
 
 /// How many check-ins apart a pool trims its idle connections (amortising the scan).
 const TRIM_EVERY: u32 = 16;
@@ -447,8 +459,13 @@ async fn connect(
 }
 
 /// Sends `req` (its URI in origin form) to `authority` on a pooled connection of the
-/// calling worker, or a new one; a request a pooled connection could not take (it closed
-/// meanwhile) is sent once more on a new connection.
+/// calling worker, or a new one. A pooled connection can die under a request (the upstream
+/// closed it as the request went out, the keep-alive race): a request it could not take is
+/// sent once more on a new connection, and so is one it took and lost when it has no body, an
+/// idempotent method and the connection had been idle for [`STALE_AFTER`] or more (as nginx
+/// gives a cached connection's failure one more try). Servers close idle connections after
+/// their keep-alive timeout, seconds at the least; a connection reused sooner (all of them
+/// under load) is not copied for it, since the copy of the headers costs 3 k instructions.
 pub async fn send(
     key: &ClientKey,
     u: &UpstreamConfig,
@@ -459,14 +476,30 @@ pub async fn send(
 ) -> Result<Response<Incoming>, UpstreamError> {
     let pool = pool_index(key, u, tls);
     let connector = || POOLS.with(|p| p.borrow()[pool].connector.clone());
-    let (mut sender, pooled) = match checkout(pool, authority, https) {
-        Some(s) => (s, true),
-        None => (connect(connector(), authority, https).await?, false),
+    let (mut sender, pooled, idle) = match checkout(pool, authority, https) {
+        Some((s, idle)) => (s, true, idle),
+        None => (
+            connect(connector(), authority, https).await?,
+            false,
+            Duration::ZERO,
+        ),
     };
+    let again = (idle >= STALE_AFTER
+        && req.method().is_idempotent()
+        && http_body::Body::is_end_stream(req.body()))
+    .then(|| bodiless_copy(&req));
     let resp = match sender.try_send_request(req).await {
         Ok(r) => r,
-        Err(mut e) => match e.take_message() {
-            Some(req) if pooled => {
+        Err(mut e) => match (e.take_message(), again) {
+            (Some(req), _) if pooled => {
+                sender = connect(connector(), authority, https).await?;
+                sender
+                    .send_request(req)
+                    .await
+                    .map_err(UpstreamError::Request)?
+            }
+            (None, Some(req)) => {
+                tracing::debug!(error = %e.error(), "pooled upstream connection lost a request; sent again");
                 sender = connect(connector(), authority, https).await?;
                 sender
                     .send_request(req)
@@ -481,4 +514,16 @@ pub async fn send(
         checkin(pool, authority, https, sender);
     }
     Ok(resp)
+}
+
+/// A copy of a request that has no body, to send again: method, target, version and headers
+/// (extensions are not carried; the upstream request has none the proxy reads).
+fn bodiless_copy(req: &Request<ProxyBody>) -> Request<ProxyBody> {
+    use http_body_util::{BodyExt, Empty};
+    let mut copy = Request::new(Empty::new().map_err(|e| match e {}).boxed());
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.version_mut() = req.version();
+    *copy.headers_mut() = req.headers().clone();
+    copy
 }
