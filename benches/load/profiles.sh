@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 stamp="${1:?usage: profiles.sh STAMP}"
-PROFILES="${PROFILES:-L0:get:http L1:get:http L6:get:http L6:json:http L1:get:https c-protected:get:http c-queue:get:http c-challenge:get:http jx-web:form:http jx-all:form:http}"
+PROFILES="${PROFILES:-L0:get:http L1:get:http L2:get:http L3:get:http L4:get:http L5:get:http L6:get:http L1:json:http L6:json:http L1:get:https c-protected:get:http c-queue:get:http c-challenge:get:http jx-web:form:http jx-all:form:http}"
 out="benches/results/profiles-$stamp.md"
 {
   echo "# Where the time goes, per missed target ($stamp)"

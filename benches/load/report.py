@@ -258,6 +258,20 @@ def profiles(method, header, rows, folder):
             if key in sections:
                 out += ["", f"### Where the time goes: {label}, {key} (missed)", ""] + sections[key]
                 break
+    # Instructions per request of every profiled gateway of this method: the ladder's costs.
+    mine = {"nullward": ("L",), "corvus": ("L0", "c-"), "jxwaf": ("L0", "jx-")}[method]
+    totals = []
+    for key, body in sections.items():
+        if not key.startswith(mine):
+            continue
+        for line in body:
+            if line.startswith("total: "):
+                totals.append((key, int(float(line.split()[1]))))
+    if totals:
+        base = dict(totals).get("L0 get http")
+        out = ["", f"Instructions per request (callgrind, `{os.path.basename(path)}`):", "",
+               "| gateway, request, transport | Ir/request | × L0 GET |", "|---|---:|---:|"] + [
+            f"| {k} | {v:,} | {v / base:.1f} |" if base else f"| {k} | {v:,} | |" for k, v in totals] + out
     if out:
         out = ["", f"Profiles of the missed targets (from `{os.path.basename(path)}`; L0's, the reference, is there too):"] + out
     return out
