@@ -12,7 +12,9 @@ For each row file (one method, one run; written by load/lib.sh) writes beside it
                     published figures (matplotlib: `pip install matplotlib`).
 
 Shares: "vs nginx" is req/s over plain nginx's in the same request and transport of the
-same run; "vs L0" over our own L0's (waf-proxy, WAF off). The published figures are shares
+same run; "vs L0" over our own L0's (waf-proxy, WAF off); "by CPU/req" is plain nginx's
+gateway CPU per request over ours (what the req/s share would be with both gateways held to
+their core: where plain nginx is limited by the load generator, the req/s share flatters us). The published figures are shares
 of each product's own baseline (NullWard: their L0; Corvus: plain nginx; JXWAF: their plain
 forwarding), so the chart shows ours both ways.
 """
@@ -134,11 +136,12 @@ def fmt_share(v):
 
 def shares(rows):
     """Adds share_nginx, share_l0 (same request and transport) and share_nginx_http."""
-    base = {}
+    base, cpu = {}, {}
     for r in rows:
         if "skipped" in r:
             continue
         base[(r["gateway"], r["request"], r["transport"])] = num(r["rps"])
+        cpu[(r["gateway"], r["request"], r["transport"])] = num(r["cpu_us"])
     for r in rows:
         if "skipped" in r:
             continue
@@ -150,6 +153,11 @@ def shares(rows):
         r["share_nginx"] = 100 * rps / n if n else None
         r["share_l0"] = 100 * rps / l0 if l0 else None
         r["share_nginx_http"] = 100 * rps / nh if nh else None
+        # By CPU per request: what the share would be if both were held to their core (where
+        # plain nginx is limited by the load generator, its req/s share flatters us).
+        cn = cpu.get(("nginx",) + key)
+        mine = num(r["cpu_us"])
+        r["share_cpu"] = 100 * cn / mine if cn and mine else None
 
 
 def latency_cells(r):
@@ -167,7 +175,7 @@ def latency_cells(r):
 def table(method, rows):
     lat = method == "nullward"
     head = ["scenario", "gateway", "req/s (max)", "conns", "p50", "p99", "gateway CPU", "CPU/req",
-            "peak RSS", "errors", "vs plain nginx", "vs our L0"]
+            "peak RSS", "errors", "vs plain nginx", "vs our L0", "vs nginx by CPU/req"]
     if method == "corvus":
         head[10] = "vs nginx, same transport"
         head.insert(11, "vs nginx HTTP")
@@ -184,7 +192,7 @@ def table(method, rows):
         cells = [scen, name, fmt_rps(num(r["rps"])), r["conns"], fmt_ms(num(r["p50_ms"])), fmt_ms(num(r["p99_ms"])),
                  f"{r['cpu_pct']} %", fmt_us(num(r["cpu_us"])), f"{r['rss_mib']} MiB",
                  r["errors"] + ("" if r["valid"] == "yes" else " **invalid**"),
-                 fmt_share(r["share_nginx"]), fmt_share(r["share_l0"])]
+                 fmt_share(r["share_nginx"]), fmt_share(r["share_l0"]), fmt_share(r["share_cpu"])]
         if method == "corvus":
             cells.insert(11, fmt_share(r["share_nginx_http"]))
         if lat:
@@ -223,10 +231,11 @@ def targets(method, rows):
                 continue
             s = r["share_nginx"]
             status = "met" if s >= minimum else "**missed**"
-            out.append(f"| {label} | {req} {tr} | {fmt_share(s)} | {status} |")
+            out.append(f"| {label} | {req} {tr} | {fmt_share(s)} | {status} | {fmt_share(r['share_cpu'])} |")
     if not out:
         return ""
-    return "| target (share of plain nginx) | scenario | ours | |\n|---|---|---:|---|\n" + "\n".join(out)
+    return ("| target (share of plain nginx) | scenario | ours (req/s) | | ours by CPU/req |\n|---|---|---:|---|---:|\n"
+            + "\n".join(out))
 
 
 def profiles(method, header, rows, folder):
