@@ -10,6 +10,7 @@
 #   benches/load/profile.sh L1 get http              # L1 + CRS PL1, GET /
 #   benches/load/profile.sh c-protected get http     # Corvus's protected, 3-byte backend
 #   benches/load/profile.sh jx-all form https
+#   PROFILE_COOKIE="a=b" benches/load/profile.sh L1 get http   # with a Cookie header
 #
 # Prints the instructions per request and the TOP (default 25) functions by inclusive
 # instructions, per request; the callgrind file stays in $CARGO_TARGET_DIR/callgrind-methods/
@@ -37,6 +38,8 @@ case "$gw" in c-*) port=$BACKEND3_PORT ;; esac
 export GATEWAY_WRAPPER="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$out"
 WAIT_SECS=300 start_gateway "$gw" "$port" || { echo "profile: $WHY" >&2; exit 1; }
 vpid=${PIDS[-1]}
+# PROFILE_COOKIE: a Cookie header of our own instead of the gate's (what CRS makes of it).
+[ -n "${PROFILE_COOKIE:-}" ] && COOKIE=$PROFILE_COOKIE
 request_args "$req" "$transport"
 served() {
   curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^waf_proxy_requests_total/ { n += $NF } END { print n + 0 }'
