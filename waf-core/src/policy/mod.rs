@@ -82,7 +82,9 @@ pub use rate_limit::RateLimitConfig;
 pub use reputation::ReputationConfig;
 pub use rules::{AllowSkip, RuleAction, RuleConfig, RuleIdSpec};
 pub use scoring::ScoringConfig;
-pub use state::{Cell, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS};
+pub use state::{
+    Cell, LineOp, LineSpec, LineStatus, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS,
+};
 
 use expr::fields::{Context, FieldRef};
 use rate_limit::{Check, RateLimit};
