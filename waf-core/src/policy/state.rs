@@ -131,9 +131,11 @@ pub enum LineStatus {
     },
     /// Waiting at this position (1 = next).
     Waiting {
-        /// The position (1 = next). A fleet store that has not yet heard from Redis
-        /// about this visitor gives its best estimate.
+        /// The position (1 = next).
         position: u64,
+        /// A fleet store has not yet heard from Redis about this visitor (new here):
+        /// `position` is its best guess, and the page asks again after a second.
+        estimated: bool,
     },
     /// An [`LineOp::Active`] visitor whose place is gone (idle too long): back in line.
     Gone,

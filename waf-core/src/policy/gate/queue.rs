@@ -236,8 +236,12 @@ impl Room {
                 }
                 None
             }
-            LineStatus::Waiting { position } => {
-                let mut a = self.waiting(g, req, position);
+            LineStatus::Waiting {
+                position,
+                estimated,
+            } => {
+                let refresh = if estimated { 1 } else { self.refresh };
+                let mut a = self.waiting(g, req, position, refresh);
                 if new {
                     let mut d = [0u8; 24];
                     d[..16].copy_from_slice(&visitor);
@@ -256,8 +260,8 @@ impl Room {
             }
             // Only an admitted visitor's step answers `Gone`; a store that says it to a
             // waiting one gets the visitor's page reloaded, which asks again.
-            LineStatus::Gone => {
-                effects.gate = Some(self.waiting(g, req, 1));
+            _ => {
+                effects.gate = Some(self.waiting(g, req, 1, 1));
                 Some(intervention(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "waiting room",
@@ -274,9 +278,9 @@ impl Room {
         g.cookie(req, ADMIT_COOKIE, &v, self.admission_ttl)
     }
 
-    fn waiting(&self, g: &Gates, req: &Request<'_>, position: u64) -> GateAnswer {
+    fn waiting(&self, g: &Gates, req: &Request<'_>, position: u64, refresh: u32) -> GateAnswer {
         let pos = position.to_string();
-        let refresh = self.refresh.to_string();
+        let refresh = refresh.to_string();
         let mut a = g.answer(
             req,
             StatusCode::SERVICE_UNAVAILABLE,
@@ -356,7 +360,10 @@ pub(crate) fn local_line<S: Store + ?Sized>(
         }
     };
     match place {
-        Place::Waiting(position) => LineStatus::Waiting { position },
+        Place::Waiting(position) => LineStatus::Waiting {
+            position,
+            estimated: false,
+        },
         Place::Admitted(ticket, slot) => {
             store.remove(&vk);
             LineStatus::Admitted {
@@ -649,10 +656,28 @@ mod tests {
         let LineStatus::Admitted { place } = wait(1, 0) else {
             panic!("the first is let in")
         };
-        assert_eq!(wait(2, 0), LineStatus::Waiting { position: 1 });
-        assert_eq!(wait(3, 0), LineStatus::Waiting { position: 2 });
+        assert_eq!(
+            wait(2, 0),
+            LineStatus::Waiting {
+                position: 1,
+                estimated: false
+            }
+        );
+        assert_eq!(
+            wait(3, 0),
+            LineStatus::Waiting {
+                position: 2,
+                estimated: false
+            }
+        );
         // Asking again keeps the place in line.
-        assert_eq!(wait(2, NANOS), LineStatus::Waiting { position: 1 });
+        assert_eq!(
+            wait(2, NANOS),
+            LineStatus::Waiting {
+                position: 1,
+                estimated: false
+            }
+        );
         let active = |v: u8, place: u64, now: u64| {
             s.line(&r.key, &r.spec, &[v; 16], LineOp::Active { place }, now)
         };
@@ -662,7 +687,13 @@ mod tests {
         assert_eq!(active(1, place ^ (1 << 40), 5 * NANOS), LineStatus::Gone);
         // 1 goes idle (10 s): 2 is let in, 3 is next.
         assert!(matches!(wait(2, 16 * NANOS), LineStatus::Admitted { .. }));
-        assert_eq!(wait(3, 16 * NANOS), LineStatus::Waiting { position: 1 });
+        assert_eq!(
+            wait(3, 16 * NANOS),
+            LineStatus::Waiting {
+                position: 1,
+                estimated: false
+            }
+        );
         assert_eq!(active(1, place, 16 * NANOS), LineStatus::Gone);
     }
 }
