@@ -407,6 +407,11 @@ impl Policy {
         self.gates.as_ref().is_some_and(|g| g.is_gate_path(path))
     }
 
+    /// Whether the policy has email-code sign-in (so its host needs a mailer).
+    pub(crate) fn has_sign_in(&self) -> bool {
+        self.gates.as_ref().is_some_and(|g| g.sign_in.is_some())
+    }
+
     /// The pages of this policy (the built-in ones without `[gates]`).
     pub(crate) fn pages(&self) -> Option<&crate::host::Pages> {
         self.gates.as_ref().map(|g| &g.pages.0)
