@@ -266,6 +266,15 @@ struct waf_answer *waf_answer_mail_failed(struct waf_answer *answer);
 // Frees an answer. NULL is a no-op.
 void waf_answer_free(struct waf_answer *answer);
 
+// Whether the last intervention of `tx` came from a gate (a challenge, the waiting room,
+// sign-in): its answer (`waf_tx_answer`) is a page, JSON or redirect the host must send
+// as it is, not an error status of its own. False when `tx` is NULL or finished.
+bool waf_tx_gate_intervened(const struct waf_tx *tx);
+
+// Whether `engine`'s policy has email-code sign-in (`[gates.sign_in]`), whose codes the
+// host must send (`waf_answer_mail`). False when `engine` is NULL.
+bool waf_engine_has_sign_in(const struct waf_engine *engine);
+
 // Starts a transaction. `client_addr` and `server_addr` are NUL-terminated IP addresses
 // as text ("192.0.2.1", "::1"); text that is not an IP address (a Unix socket path) is
 // recorded as 0.0.0.0. `now_unix_ms` is when the request arrived (the library reads no

@@ -354,3 +354,30 @@ pub unsafe extern "C" fn waf_answer_free(answer: *mut WafAnswer) {
         }
     })
 }
+
+/// Whether the last intervention of `tx` came from a gate (a challenge, the waiting room,
+/// sign-in): its answer (`waf_tx_answer`) is a page, JSON or redirect the host must send
+/// as it is, not an error status of its own. False when `tx` is NULL or finished.
+#[no_mangle]
+pub unsafe extern "C" fn waf_tx_gate_intervened(tx: *const WafTx) -> bool {
+    ffi_guard!("waf_tx_gate_intervened", false, {
+        if tx.is_null() {
+            return false;
+        }
+        // SAFETY: non-null transaction from waf_tx_new, only read here.
+        unsafe { (*tx).effects() }.is_some_and(|e| e.gate.is_some())
+    })
+}
+
+/// Whether `engine`'s policy has email-code sign-in (`[gates.sign_in]`), whose codes the
+/// host must send (`waf_answer_mail`). False when `engine` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn waf_engine_has_sign_in(engine: *const WafEngine) -> bool {
+    ffi_guard!("waf_engine_has_sign_in", false, {
+        if engine.is_null() {
+            return false;
+        }
+        // SAFETY: non-null engine from waf_builder_build, only read.
+        unsafe { (*engine).waf.has_sign_in() }
+    })
+}
