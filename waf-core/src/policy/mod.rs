@@ -1155,16 +1155,17 @@ fn deny(status: u16, rule_id: u64, message: String) -> Intervention {
 mod tests;
 
 /// Refuses a policy with `[gates]` (challenges, waiting rooms, sign-in) for a host that does
-/// not serve their pages and endpoints yet (`host` names it in the message): there a gate
-/// would answer with a bare status, so the policy fails to load instead. waf-proxy serves
-/// them; the embedded hosts call this before [`crate::Waf::with_policy`].
+/// not serve their pages and endpoints (`host` names it in the message): there a gate
+/// would answer with a bare status, so the policy fails to load instead. waf-proxy,
+/// waf-tower, waf-actix and the nginx module serve them; the C ABI calls this unless its
+/// host said it serves them (`waf_builder_serve_gates`).
 pub fn check_gates_served(config: &PolicyConfig, host: &str) -> Result<(), PolicyError> {
     if config.gates.is_some() {
         return Err(PolicyError::new(
             PolicyErrorKind::Invalid,
             format!(
-                "[gates]: challenges, waiting rooms and sign-in are served by waf-proxy; \
-                 {host} does not serve their pages and /.waf/ endpoints yet"
+                "[gates]: {host} does not serve the pages and /.waf/ endpoints of challenges, \
+                 waiting rooms and sign-in (a C host opts in with waf_builder_serve_gates)"
             ),
         ));
     }
