@@ -173,10 +173,13 @@ pub(crate) struct LineReply {
     pub(crate) line_len: u64,
 }
 
+/// One room's mirror, shared by the request path and the reconciliation task.
+type Room = Arc<Mutex<Mirror>>;
+
 /// The waiting rooms of one [`crate::FleetStore`].
 #[derive(Debug, Default)]
 pub(crate) struct Lines {
-    rooms: RwLock<HashMap<Box<[u8]>, Arc<Mutex<Mirror>>>>,
+    rooms: RwLock<HashMap<Box<[u8]>, Room>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -186,7 +189,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Lines {
-    fn room(&self, room: &[u8], spec: &LineSpec) -> Arc<Mutex<Mirror>> {
+    fn room(&self, room: &[u8], spec: &LineSpec) -> Room {
         if let Some(m) = self
             .rooms
             .read()
@@ -278,7 +281,7 @@ impl Lines {
 
     /// What the rooms must send this round; forgets visitors not heard of for long.
     pub(crate) fn take(&self, now: u64) -> Vec<LineBatch> {
-        let rooms: Vec<(Box<[u8]>, Arc<Mutex<Mirror>>)> = self
+        let rooms: Vec<(Box<[u8]>, Room)> = self
             .rooms
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -344,17 +347,15 @@ impl Lines {
                 0 => {
                     m.known.insert(*v, Known::In { at: now });
                 }
-                p if p > 0 => {
-                    // Unless a later call (below) or touch says otherwise.
-                    if !matches!(m.known.get(v), Some(Known::In { .. })) {
-                        m.known.insert(
-                            *v,
-                            Known::Waiting {
-                                position: p as u64,
-                                at: now,
-                            },
-                        );
-                    }
+                // Unless a touch said it is in (a later call, below, may too).
+                p if p > 0 && !matches!(m.known.get(v), Some(Known::In { .. })) => {
+                    m.known.insert(
+                        *v,
+                        Known::Waiting {
+                            position: p as u64,
+                            at: now,
+                        },
+                    );
                 }
                 _ => {}
             }
