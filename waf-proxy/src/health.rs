@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use http::{Request, Uri};
 use http_body_util::{BodyExt, Empty};
 
-use crate::client::client_for;
+use crate::client;
 use crate::config::HealthCheck;
 use crate::server::Shared;
 use crate::state::Upstream;
@@ -45,27 +45,27 @@ pub async fn run(shared: Arc<Shared>) {
 
 async fn check(up: Arc<Upstream>, i: usize, h: HealthCheck) {
     let s = &up.servers[i];
-    let Ok(uri) = Uri::builder()
-        .scheme(if s.tls { "https" } else { "http" })
-        .authority(s.authority.clone())
-        .path_and_query(h.path.clone())
-        .build()
-    else {
-        return;
-    };
-    let Ok(req) = Request::get(uri)
+    let Ok(req) = Request::get(Uri::from(h.path.clone()))
+        .header(http::header::HOST, s.authority.as_str())
         .header(http::header::USER_AGENT, "waf-proxy-health-check")
         .body(Empty::new().map_err(|e| match e {}).boxed())
     else {
         return;
     };
-    let client = client_for(&up.config, up.tls.as_ref());
     let ok = match tokio::time::timeout(h.timeout, async {
-        let resp = client.request(req).await?;
+        let resp = client::send(
+            &up.client_key,
+            &up.config,
+            up.tls.as_ref(),
+            &s.authority,
+            s.tls,
+            req,
+        )
+        .await?;
         let status = resp.status().as_u16();
         // Read the answer to its end so the connection goes back to the pool.
         let _ = resp.into_body().collect().await;
-        Ok::<u16, hyper_util::client::legacy::Error>(status)
+        Ok::<u16, client::UpstreamError>(status)
     })
     .await
     {

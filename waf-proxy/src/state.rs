@@ -62,6 +62,8 @@ pub struct Upstream {
     pub servers: Vec<Server>,
     /// The TLS client config, when a server is `https://`.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Which pooled client of a worker serves it ([`crate::client::client_for`]).
+    pub client_key: crate::client::ClientKey,
     next: AtomicUsize,
 }
 
@@ -244,6 +246,7 @@ impl State {
                 config: u.clone(),
                 servers,
                 tls,
+                client_key: crate::client::ClientKey::of(u),
                 next: AtomicUsize::new(0),
             }));
         }

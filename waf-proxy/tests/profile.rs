@@ -1,9 +1,9 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 91.5 % of
-//! its attacks or over 0.25 % of its benign requests, so a rule change that regresses either
-//! fails CI. The full per-request output is written to
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 94 % of
+//! its attacks (or a class under its floor) or over 0.2 % of its benign requests, so a rule
+//! change that regresses either fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
 
 use std::path::{Path, PathBuf};
@@ -176,6 +176,103 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
+/// The SQL, LDAP and shell grammar shapes (190160-190171, 190310, 170180, 170182-170184), on
+/// requests written for this test: each attack shape is blocked by the rule meant for it,
+/// and the benign twins that share its words (a search for SQL keywords, a spreadsheet
+/// formula, a shell pipe in a search box, prose after a semicolon, French elisions, a
+/// command line typed into a docs search) pass.
+#[test]
+fn default_profile_reads_sql_and_shell_grammar() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    let blocked: &[(&str, u64)] = &[
+        ("/p?id=5%20AND%204821%3D(", 190163),
+        ("/p?n=7%20or%20(9%3E%3D3)%20--", 190163),
+        ("/p?col=substring(%27abc%27", 190160),
+        ("/p?fn=ifnull(", 190160),
+        ("/p?sort=name&dir=asc%27%20having%20", 190164),
+        ("/p?t=abc%60%3E1", 190164),
+        ("/p?v=%27red%27%3C%3E%27blue", 190165),
+        ("/p?f=order%20by%20(select", 190166),
+        ("/ping?host=example.org%3Bhtop", 170180),
+        ("/ping?host=a%26%26visudo", 170180),
+        ("/ping?host=x%7Cnmap%20-sV%20localhost", 170180),
+        ("/ping?host=1.2.3.4%3B%20cd%20/tmp", 170180),
+        ("/p?%3C%3E=1", 190168),
+        ("/p?x=a)%20like%20(b", 190167),
+        ("/p?x=length(name)::int", 190167),
+        ("/p?x=5%3B%20declare%20%40v%20int", 190169),
+        ("/p?sort%253D%253Bdrop%2Btable%2Bt=1", 190171),
+        ("/p?id=7%27", 190170),
+        ("/p?ids=in%20(3%2C5%2C8)", 190170),
+        ("/p?f=where%20price%20%3E%3D%20(", 190170),
+        ("/users?username=jsmith*", 190310),
+        ("/users/jsmith*", 190310),
+        ("/run?x=c%27%27url%20example.org", 170182),
+        ("/run?x=%22w%22get%20localhost", 170184),
+        ("/run?x=usr/bin/nmap", 170183),
+    ];
+    for (uri, rule) in blocked {
+        let req = replay::ReplayRequest {
+            method: b"GET".to_vec(),
+            uri: uri.as_bytes().to_vec(),
+            version: b"HTTP/1.1".to_vec(),
+            headers: vec![(b"Host".to_vec(), b"example.com".to_vec())],
+            body: Vec::new(),
+        };
+        let seen = replay::inspect(&waf, &req);
+        assert_eq!(seen.blocked, Some(403), "{uri} {seen:?}");
+        assert!(
+            seen.rule_ids.contains(rule),
+            "{uri}: {rule} not in {seen:?}"
+        );
+    }
+    let passed = [
+        "/search?q=python%20%7C%20grep",
+        "/search?q=delete%20from%20where%20exists",
+        "/search?q=order%20by%20date",
+        "/search?q=1%3D1",
+        "/search?q=%22Where%20the%20Crawdads%20Sing%22",
+        "/search?q=how%20to%20use%20substring%20in%20sql",
+        "/search?q=pip%20install%20requests",
+        "/search?q=O%27Neil%20or%20O%27Brien",
+        "/shop?name=Rock%27n%27Roll%20Diner",
+        "/notes?text=We%20meet%20at%20noon%3B%20at%20least%20try",
+        "/faq?q=Tom%20%26%20Jerry%3B%20top%20cartoons",
+        "/sheet?cell=%3DROUND(A1%2C%202)",
+        "/sheet?cell=%3DSUM(1%2C2%2C3)",
+        "/search?q=shoe*",
+        "/login?password=Secret*",
+        "/p?x=don%27%27t",
+        "/p?q=time%3B%20date%20night%20ideas",
+        "/p?q=rm%20-rf%20explained",
+        "/p?file=bin/setup",
+        "/p?q=where%20to%20eat",
+        "/p?q=in%20(brackets)",
+        "/search?q=version%20%282.1%29",
+        "/search?q=length%20%28cm%29",
+        "/search?q=Where%27s%20my%20order%3F",
+        "/search?q=x%20%3E%3D%205%20and%20y%20%3C%3D%2010",
+        "/search?q=I%27m%206%27%20tall",
+        "/search?q=d%27Artagnan",
+        "/search?q=count%28%2A%29%20vs%20count%281%29",
+        "/search?q=AT%26T%3B%20Verizon",
+        "/search?q=L%27or%20du%20Rhin",
+        "/search?q=l%27union%20europ%C3%A9enne",
+        "/search?q=Ballon%20d%27Or%202024",
+        "/search?q=Help%3B%20python%20won%27t%20start",
+        "/search?q=tee%20time%3B%20golf%20at%209",
+        "/search?q=where%20people%20in%20london%20live",
+        "/search?q=curl%20-X%20POST",
+        "/search?q=python%20-m%20venv",
+        "/search?q=docker%20run%20-it%20ubuntu",
+        "/search?q=Notes%3A%20see%20page%203%3B%20node%20modules%20are%20big",
+        "/search?q=it%27s%206%20o%27clock%3B%20time%20to%20go",
+    ];
+    for uri in passed {
+        assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
+    }
+}
+
 #[test]
 fn default_profile_detection_only_never_blocks() {
     let req = replay::parse_raw_http(
@@ -219,15 +316,43 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.915,
-        "detection {:.4} < 0.915",
+        s.detection_rate() >= 0.94,
+        "detection {:.4} < 0.94",
         s.detection_rate()
     );
     assert!(
-        s.false_positive_rate() <= 0.0025,
-        "false positives {:.4} > 0.0025",
+        s.false_positive_rate() <= 0.002,
+        "false positives {:.4} > 0.002",
         s.false_positive_rate()
     );
+    // Each class with 50 or more attacks, at its measured rate rounded down (the closing
+    // note of issue 13 has the per-class table and what the two under 93 % miss).
+    let floors: &[(&str, f64)] = &[
+        ("sqli", 0.90),
+        ("xss", 0.95),
+        ("cmdi", 0.92),
+        ("path_traversal", 0.935),
+        ("lfi", 0.95),
+        ("ssrf", 0.995),
+        ("ssti", 0.955),
+        ("scanner", 0.965),
+        ("log4shell", 0.995),
+        ("rfi", 0.955),
+        ("protocol", 0.945),
+        ("nosqli", 0.99),
+        ("xxe", 1.0),
+        ("ldapi", 0.965),
+    ];
+    for (class, floor) in floors {
+        let c = &s.classes[*class];
+        assert!(
+            c.rate() >= *floor,
+            "{class}: {:.4} < {floor} ({} of {})",
+            c.rate(),
+            c.blocked,
+            c.total
+        );
+    }
 }
 
 #[test]

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::body::Sent;
 use super::logging::{Finish, ResBody};
 use super::{response, ConnCtx};
-use crate::client::{client_for, ProxyBody};
+use crate::client::{self, ProxyBody, UpstreamError};
 use crate::headers;
 use crate::state::{Host, State};
 
@@ -37,7 +37,6 @@ pub(super) async fn forward(
     };
     // upstream_peer / upstream_request_filter.
     let upstream = state.upstreams[host.config.upstream].clone();
-    let client = client_for(&upstream.config, upstream.tls.as_ref());
     let original_host = host_name;
     let trusted_peer = state.config.trusted_proxies.contains(conn.peer.ip());
     let path = parts
@@ -94,18 +93,9 @@ pub(super) async fn forward(
             (None, Some(bytes)) => Full::new(bytes.clone()).map_err(|e| match e {}).boxed(),
             (None, None) => break, // a streamed body cannot be sent twice
         };
-        let uri = match http::Uri::builder()
-            .scheme(if server.tls { "https" } else { "http" })
-            .authority(server.authority.clone())
-            .path_and_query(path.clone())
-            .build()
-        {
-            Ok(u) => u,
-            Err(_) => break,
-        };
         let mut up_req = Request::new(body);
         *up_req.method_mut() = parts.method.clone();
-        *up_req.uri_mut() = uri;
+        *up_req.uri_mut() = http::Uri::from(path.clone());
         // The last attempt takes the headers; earlier ones (a retry may follow) copy them.
         *up_req.headers_mut() = if attempt + 1 == order.len() {
             std::mem::take(&mut base_headers)
@@ -113,8 +103,15 @@ pub(super) async fn forward(
             base_headers.clone()
         };
         fin.rec.upstream = Some(server.authority.clone());
-        let result =
-            tokio::time::timeout(upstream.config.read_timeout, client.request(up_req)).await;
+        let sent = client::send(
+            &upstream.client_key,
+            &upstream.config,
+            upstream.tls.as_ref(),
+            &server.authority,
+            server.tls,
+            up_req,
+        );
+        let result = tokio::time::timeout(upstream.config.read_timeout, sent).await;
         match result {
             Ok(Ok(mut resp)) => {
                 let d = up_started.elapsed();
@@ -182,7 +179,7 @@ pub(super) async fn forward(
     fin.error_response(last_failure.0, last_failure.1)
 }
 
-fn is_length_limit(e: &hyper_util::client::legacy::Error) -> bool {
+fn is_length_limit(e: &UpstreamError) -> bool {
     let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(s) = src {
         if s.is::<http_body_util::LengthLimitError>() {

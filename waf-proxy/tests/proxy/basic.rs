@@ -194,6 +194,69 @@ async fn upstream_connections_are_reused() {
     );
 }
 
+/// An upstream that closes keep-alive connections without saying so: one closes each
+/// connection 5 ms after its first response; the other reads a second request on a
+/// connection and closes it unanswered, as a server whose keep-alive timeout ends just as the
+/// request arrives. Every request through the proxy must still succeed: a closed connection
+/// is dropped from the pool, and a request a connection idle for a second or more lost is
+/// sent again on a new one.
+#[tokio::test]
+async fn upstream_closing_pooled_connections_costs_no_request() {
+    async fn serve(close_on_second: bool) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    for n in 0.. {
+                        let mut got = Vec::new();
+                        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match s.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(k) => got.extend_from_slice(&buf[..k]),
+                            }
+                        }
+                        if n == 1 && close_on_second {
+                            return; // closed with the request unanswered
+                        }
+                        let _ = s
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                            .await;
+                        if !close_on_second {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+    let c = client();
+    let quick = serve(false).await;
+    let dir = temp_dir("stale-pool");
+    let rules = rules_file(&dir);
+    let proxy = Proxy::start(&dir, &config(&[quick.to_string()], &rules, "", ""));
+    for i in 0..20 {
+        let r = get(&c, &proxy.url(&format!("/q{i}"))).await;
+        assert_eq!(r.status, 200, "request {i}: {:?}", r.body);
+        // Let the upstream's close arrive before the next request.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let late = serve(true).await;
+    let dir = temp_dir("stale-pool-late");
+    let proxy = Proxy::start(&dir, &config(&[late.to_string()], &rules, "", ""));
+    for i in 0..3 {
+        let r = get(&c, &proxy.url(&format!("/l{i}"))).await;
+        assert_eq!(r.status, 200, "request {i}: {:?}", r.body);
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+}
+
 #[tokio::test]
 async fn upstream_down_gives_502_quickly_and_round_robin_skips_it() {
     let up = upstream();
