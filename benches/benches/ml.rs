@@ -7,7 +7,9 @@
 //! - `ml/warm/*`: the default model with its score cache, every value seen before (a
 //!   returning client: same headers, same path).
 //! - `ml/cold/*`: the default model without the cache: every non-trivial value runs through
-//!   features and tract on every request (the worst case: all values never seen).
+//!   features and tract on every request (the worst case: all values never seen). What
+//!   stays warm are the model's pools (tract run states, scoring buffers): they hold no
+//!   value or score, only allocations, as they would after a server's first requests.
 //! - `ml/features/*`: feature extraction of one value alone.
 //!
 //! `cargo bench -p waf-bench --bench ml`; results in `waf-core/models/REPORT-SPEED.md`.

@@ -31,6 +31,8 @@ pub(crate) struct Config {
     /// Trusted proxies, request id header, body limits and their over-limit actions.
     pub(crate) options: HostOptions,
     pub(crate) sink: Sink,
+    /// Sends the sign-in mails (`[gates.sign_in]`).
+    pub(crate) mailer: Option<Arc<dyn waf_core::host::Mailer>>,
 }
 
 impl fmt::Debug for Config {
@@ -54,6 +56,7 @@ impl WafBuilder {
                 waf,
                 options: HostOptions::default(),
                 sink: Arc::new(trace_report),
+                mailer: None,
             },
         }
     }
@@ -110,9 +113,10 @@ impl WafBuilder {
     }
 
     /// Adds a native policy (rules with conditions, lists, rate limits, bans, IP
-    /// intelligence: [`waf_core::policy`]; not `[gates]`, which only waf-proxy serves so
-    /// far) to the middleware's `Waf`; its errors name the
-    /// rule, line and column.
+    /// intelligence, and the gates: challenges, waiting rooms, sign-in:
+    /// [`waf_core::policy`]) to the middleware's `Waf`; its errors name the rule, line and
+    /// column. The gates' endpoints (`/.waf/` by default) are answered by the middleware;
+    /// sign-in needs a [`mailer`](Self::mailer).
     pub fn policy(
         self,
         config: &waf_core::policy::PolicyConfig,
@@ -133,19 +137,33 @@ impl WafBuilder {
     }
 
     /// Compiles `config` into the `Waf`, with its state in `store` (a new in-memory one
-    /// when `None`); refuses `[gates]`, whose pages this host does not serve yet.
+    /// when `None`).
     fn attach_policy(
         mut self,
         config: &waf_core::policy::PolicyConfig,
         store: Option<Arc<dyn waf_core::policy::Store>>,
     ) -> Result<Self, waf_core::policy::PolicyError> {
-        waf_core::policy::check_gates_served(config, "waf-actix")?;
         self.config.waf = self.config.waf.with_policy(config, store)?;
         Ok(self)
     }
 
+    /// Sends the sign-in mails (`[gates.sign_in]`): the application's own [`Mailer`], or
+    /// `SmtpMailer` (feature `smtp`, re-exported from waf-tower). Without one, a sign-in
+    /// form gets the "could not send" page.
+    ///
+    /// [`Mailer`]: waf_core::host::Mailer
+    pub fn mailer(mut self, mailer: Arc<dyn waf_core::host::Mailer>) -> Self {
+        self.config.mailer = Some(mailer);
+        self
+    }
+
     /// The middleware.
     pub fn build(self) -> Waf {
+        if self.config.waf.has_sign_in() && self.config.mailer.is_none() {
+            tracing::warn!(
+                "[gates.sign_in] without a mailer (WafBuilder::mailer): no sign-in code can be sent"
+            );
+        }
         Waf::from_config(Arc::new(self.config))
     }
 }

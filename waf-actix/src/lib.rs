@@ -44,6 +44,16 @@
 //!
 //! - `redis`: [`WafBuilder::fleet_policy`], a policy whose rate limits and bans hold for a
 //!   fleet of servers through Redis ([`waf_redis`], re-exported).
+//! - `smtp`: `SmtpMailer`, a ready mailer for the sign-in codes (waf-tower's, re-exported).
+//!
+//! # Gates
+//!
+//! With a policy that has `[gates]` (challenges, waiting rooms, email-code sign-in), the
+//! middleware serves them as waf-proxy and waf-tower do, with the same pages: a gate's
+//! intervention is answered with its page (or JSON, or a redirect), requests under the gate
+//! prefix (`/.waf/` by default) are answered by the core and never reach the app, passed
+//! responses get the gates' cookies, and sign-in codes go out through
+//! [`WafBuilder::mailer`].
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -60,3 +70,5 @@ pub use middleware::{RequestId, Waf, WafMiddleware};
 pub use waf_core;
 #[cfg(feature = "redis")]
 pub use waf_redis;
+#[cfg(feature = "smtp")]
+pub use waf_tower::{SmtpMailer, SmtpSecurity, DEFAULT_SMTP_TIMEOUT};

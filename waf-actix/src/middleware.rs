@@ -14,7 +14,10 @@ use actix_web::http::{StatusCode, Version};
 use actix_web::{Error, HttpMessage, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
-use waf_core::host::{block_response, client_addr, request_id};
+use waf_core::host::{
+    after_mail, client_addr, gate_http_response, intervention_response, request_id,
+};
+use waf_core::limits::DEFAULT_GATE_FORM_LEN;
 use waf_core::{
     ConnectionInfo, DisruptiveAction, Intervention, RequestHead, ResponseHead, Verdict,
 };
@@ -170,6 +173,12 @@ where
     if let Verdict::Intervene(i) = verdict {
         return Ok(req.into_response(ctx.block(finisher, &i)));
     }
+    // A gate endpoint (`/.waf/`): the core answers it, the application never sees it.
+    if config.waf.is_gate_path(req.path().as_bytes()) {
+        let payload = req.take_payload();
+        let res = ctx.gate(finisher, &req, &conn, payload).await;
+        return Ok(req.into_response(res));
+    }
     // Native policy: request headers it sets or removes.
     for edit in &finisher.tx().policy_effects().request_headers {
         use actix_web::http::header::{HeaderName, HeaderValue};
@@ -234,6 +243,12 @@ where
     }
     let (mut head, body) = res.into_parts();
     ctx.set_request_id(head.headers_mut());
+    // Native policy: the gates' renewed and new cookies.
+    for c in &finisher.tx().policy_effects().set_cookies {
+        if let Ok(v) = HeaderValue::from_str(c) {
+            head.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
     let mut body = body.boxed();
 
     // Phase 4.
@@ -352,34 +367,97 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The answer to an intervention: a block page (or redirect) with the request id. Runs
-    /// phase 5 and sends the report before returning.
+    /// The answer to an intervention: the gate's page, or a block page (or redirect), with
+    /// the request id ([`waf_core::host::intervention_response`]). Runs phase 5 and sends
+    /// the report before returning.
     fn block(&self, mut finisher: Finisher, i: &Intervention) -> HttpResponse<WafBody> {
         finisher.set_intervention(i.clone());
         let effects = finisher.tx().policy_effects().clone();
         drop(finisher);
-        let mut page = block_response(i, self.id, self.accept);
-        let status = StatusCode::from_u16(page.status.as_u16()).unwrap_or(StatusCode::FORBIDDEN);
-        let mut res = HttpResponse::build(status);
-        res.insert_header((header::CONTENT_TYPE, page.content_type))
-            .insert_header((header::CACHE_CONTROL, "no-store"));
-        // Native policy: Retry-After, and a rule's own page.
-        for (k, v) in &effects.response_headers {
-            res.insert_header((k.as_str(), v.as_str()));
-        }
-        if let Some(own) = &effects.page {
-            res.insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"));
-            page.body = String::from_utf8_lossy(own).into_owned();
-        }
-        if let Some(location) = page.location {
-            res.insert_header((header::LOCATION, location));
-        }
+        let answer = intervention_response(&self.config.waf, &effects, i, self.id, self.accept);
+        let mut res = self.respond(answer);
         if i.action == DisruptiveAction::Drop {
-            res.force_close();
+            res.head_mut()
+                .set_connection_type(actix_web::http::ConnectionType::Close);
         }
-        let mut res = res.body(page.body);
+        res
+    }
+
+    /// An `http` answer from the core as an actix-web response, with the request id.
+    fn respond(&self, answer: http::Response<Vec<u8>>) -> HttpResponse<WafBody> {
+        let (parts, body) = answer.into_parts();
+        let status = StatusCode::from_u16(parts.status.as_u16()).unwrap_or(StatusCode::FORBIDDEN);
+        let mut res = HttpResponse::with_body(status, BoxBody::new(body));
+        for (k, v) in &parts.headers {
+            if let (Ok(k), Ok(v)) = (
+                HeaderName::from_bytes(k.as_str().as_bytes()),
+                HeaderValue::from_bytes(v.as_bytes()),
+            ) {
+                res.headers_mut().append(k, v);
+            }
+        }
         self.set_request_id(res.headers_mut());
         res.map_body(|_, b: BoxBody| WafBody::new(None, Some(b), None))
+    }
+
+    /// A gate endpoint: reads the form body (at most [`DEFAULT_GATE_FORM_LEN`] bytes), lets
+    /// the core answer, sends the sign-in mail first when there is one.
+    async fn gate(
+        &self,
+        finisher: Finisher,
+        req: &ServiceRequest,
+        conn: &ConnectionInfo,
+        mut payload: Payload,
+    ) -> HttpResponse<WafBody> {
+        let mut buf = BytesMut::new();
+        loop {
+            let chunk = std::future::poll_fn(|cx| Pin::new(&mut payload).poll_next(cx)).await;
+            match chunk {
+                None => break,
+                Some(Ok(data)) => {
+                    if buf.len() + data.len() > DEFAULT_GATE_FORM_LEN {
+                        return self.block(finisher, &deny(413, "gate form too large"));
+                    }
+                    buf.extend_from_slice(&data);
+                }
+                Some(Err(_)) => {
+                    return self.block(finisher, &deny(400, "request body could not be read"))
+                }
+            }
+        }
+        let answer = {
+            let headers: Vec<(&[u8], &[u8])> = req
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()))
+                .collect();
+            let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+            let head = RequestHead::new(
+                req.method().as_str().as_bytes(),
+                target.as_bytes(),
+                version_bytes(req.version()),
+                &headers,
+            );
+            self.config
+                .waf
+                .gate_request(conn, &head, &buf, SystemTime::now(), self.id)
+        };
+        let Some(mut r) = answer else {
+            return self.block(finisher, &deny(404, "no such gate endpoint"));
+        };
+        drop(finisher);
+        if let Some(mail) = r.mail.clone() {
+            let sent = match &self.config.mailer {
+                Some(m) => m.send(mail).await,
+                None => Err("no mailer (WafBuilder::mailer)".to_string()),
+            };
+            if let Err(e) = &sent {
+                // The error names the relay's answer, never the address or the code.
+                tracing::error!(error = %e, "sign-in mail not sent");
+            }
+            r = after_mail(r, &sent);
+        }
+        self.respond(gate_http_response(&r))
     }
 
     fn set_request_id(&self, headers: &mut actix_web::http::header::HeaderMap) {

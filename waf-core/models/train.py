@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---- features: must equal waf-core/src/ml/features.rs -------------------------------------
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 NGRAM_BUCKETS = 16384
 STRUCT_FEATURES = 8
 DIM = NGRAM_BUCKETS + STRUCT_FEATURES
@@ -53,6 +53,7 @@ INJECTION_PUNCT = set(b"'\"`<>(){}[];|&$=*%\\#!^~")
 TRIVIAL = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.@")
 PUNCT = set(range(0x21, 0x30)) | set(range(0x3A, 0x41)) | set(range(0x5B, 0x61)) | set(range(0x7B, 0x7F))
 HEX = {c: int(chr(c), 16) for c in b"0123456789abcdefABCDEF"}
+FRAME_START, FRAME_END = b"\x02", b"\x03"  # features.rs FRAME_START / FRAME_END
 
 
 def is_trivial(value: bytes) -> bool:
@@ -98,11 +99,13 @@ def bucket(n: int, gram: bytes) -> int:
 def features_sparse(window: bytes):
     """The features of one window as {index: float32}."""
     norm, had_escape = normalize(window)
+    # Version 2: 3-grams of the normalised bytes framed by 0x02 .. 0x03 (version 1 had
+    # unframed 1-, 2- and 3-grams).
+    framed = FRAME_START + norm + FRAME_END
     counts = {}
-    for n in (1, 2, 3):
-        for i in range(len(norm) - n + 1):
-            k = bucket(n, norm[i : i + n])
-            counts[k] = counts.get(k, 0) + 1
+    for i in range(len(framed) - 2):
+        k = bucket(3, framed[i : i + 3])
+        counts[k] = counts.get(k, 0) + 1
     out = {}
     sumsq = float(sum(c * c for c in counts.values()))
     l2 = math.sqrt(sumsq)
@@ -555,7 +558,7 @@ def write_report(meta, scored):
       "validation; every figure below is on **test**, which played no part in training or in the choice.")
     w("")
     w("Model: scikit-learn `LogisticRegression` (liblinear, `class_weight=balanced`, "
-      f"C={meta['C']}, the best of {[c for c, _ in meta['C_tried']]} by validation recall at 1 % false positives) over {DIM} features ({NGRAM_BUCKETS} hashed 1-3-gram buckets + {STRUCT_FEATURES} structural, "
+      f"C={meta['C']}, the best of {[c for c, _ in meta['C_tried']]} by validation recall at 1 % false positives) over {DIM} features ({NGRAM_BUCKETS} hashed framed 3-gram buckets + {STRUCT_FEATURES} structural, "
       f"`waf-core/src/ml/features.rs`, version {FEATURE_VERSION}), exported as a sparse graph "
       f"(`Gather` of the weights by feature index, `Mul`, `ReduceSum`, `Add`, `Sigmoid`; "
       f"see `waf-core/src/ml/model.rs` for why not skl2onnx's dense `LinearClassifier`), "

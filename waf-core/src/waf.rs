@@ -222,6 +222,12 @@ impl Waf {
         self.policy.is_gate_path(path)
     }
 
+    /// Whether the policy has email-code sign-in (`[gates.sign_in]`), whose codes the host
+    /// must send ([`crate::host::Mailer`]).
+    pub fn has_sign_in(&self) -> bool {
+        self.policy.has_sign_in()
+    }
+
     /// Answers a gate endpoint request (see [`Waf::is_gate_path`]) with its form `body`;
     /// `None` when `head` is not one. When the answer holds a
     /// [`mail`](policy::gate::GateResponse::mail), send it first, and answer

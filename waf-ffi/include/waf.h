@@ -13,6 +13,9 @@
  *    reference to the compiled rules, so an engine may be freed while its transactions live.
  *  - waf_tx: created by waf_tx_new(), freed with waf_tx_free(). One thread at a time; it may
  *    move between threads between calls.
+ *  - waf_answer: created by waf_tx_answer() or waf_tx_gate_request(), freed with
+ *    waf_answer_free() (or consumed by waf_answer_mail_failed()). Independent of its
+ *    transaction. One thread at a time.
  *  - Strings the library returns (waf_intervention.url/.log, waf_tx_unique_id(),
  *    waf_last_error(), the waf_report passed to the callback) are owned by the library; see
  *    each function for how long they stay valid. Never free them.
@@ -28,6 +31,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+// Most bytes of a gate form body a host must read (larger bodies: answer 413);
+// `waf_core::limits::DEFAULT_GATE_FORM_LEN`.
+#define WAF_GATE_FORM_LEN 8192
 
 // What a call did. Every function that can fail returns one.
 typedef enum waf_status {
@@ -57,6 +64,12 @@ typedef enum waf_action {
   // Answer with `status` (a 3xx) and `Location: url` (redirect).
   WAF_ACTION_REDIRECT = 3,
 } waf_action;
+
+// A whole answer to send (status, headers, body), from `waf_tx_answer` or
+// `waf_tx_gate_request`; may carry a sign-in mail. Owned by the caller, freed with
+// `waf_answer_free`; independent of the transaction (it may outlive it). Used by one
+// thread at a time.
+typedef struct waf_answer waf_answer;
 
 // Collects rule sources and options; becomes a `waf_engine` with `waf_builder_build`.
 // Created by `waf_builder_new`; owned by the caller until `waf_builder_build` (which always
@@ -175,6 +188,13 @@ enum waf_status waf_builder_rules_glob(struct waf_builder *builder, const char *
 // expressions are reported by `waf_builder_build`, with the rule, line and column.
 enum waf_status waf_builder_policy_file(struct waf_builder *builder, const char *path);
 
+// Declares that the host serves the gates (`[gates]`: challenges, waiting rooms,
+// sign-in) as the `waf_answer` functions describe: their endpoints, their answers and
+// their cookies (and sends the sign-in mail). Without it (the default), a policy with
+// `[gates]` is refused by `waf_builder_policy_file`, so a host that does not serve them
+// never answers a gate with a bare status. Call it before `waf_builder_policy_file`.
+enum waf_status waf_builder_serve_gates(struct waf_builder *builder, bool serves);
+
 // Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 enum waf_status waf_builder_report_callback(struct waf_builder *builder, waf_report_cb callback);
 
@@ -193,6 +213,67 @@ void waf_engine_free(struct waf_engine *engine);
 
 // Writes the number of compiled rules to `*count`.
 enum waf_status waf_engine_rule_count(const struct waf_engine *engine, size_t *count);
+
+// Whether `path` (the request path, without the query; `len` bytes) is under the gate
+// endpoints' prefix of `engine`'s policy. False when there are no gates or `engine` is
+// NULL.
+bool waf_engine_is_gate_path(const struct waf_engine *engine, const uint8_t *path, size_t len);
+
+// Answers a gate endpoint request of `tx` (call it after phase 1 went on): the request
+// line and headers as for `waf_tx_request_headers`, and its form body (`body_len` bytes,
+// at most `WAF_GATE_FORM_LEN`). Writes a new answer to `*out`, or NULL when the path is
+// not a gate endpoint (then answer 404). Does not finish the transaction.
+enum waf_status waf_tx_gate_request(struct waf_tx *tx, const uint8_t *method, size_t method_len, const uint8_t *uri, size_t uri_len, const uint8_t *version, size_t version_len, const struct waf_header *headers_in, size_t n_headers, const uint8_t *body, size_t body_len, struct waf_answer **out);
+
+// After a phase returned WAF_STATUS_INTERVENE: the whole answer to send (the gate's
+// page, JSON or redirect when a gate intervened, else the block page, with `Retry-After`,
+// `Location` and `Cache-Control`), written to `*out`. `accept` is the request's `Accept`
+// header (`accept_len` bytes; NULL with 0 when absent).
+enum waf_status waf_tx_answer(const struct waf_tx *tx, uint16_t status, const uint8_t *accept, size_t accept_len, struct waf_answer **out);
+
+// How many `Set-Cookie` values the gates add to a response that went through (0 when
+// none, or `tx` is NULL or finished).
+size_t waf_tx_set_cookie_count(const struct waf_tx *tx);
+
+// The `i`th `Set-Cookie` value (its length in `*len`), owned by the transaction and valid
+// until its next phase call or free; NULL when out of range.
+const uint8_t *waf_tx_set_cookie(const struct waf_tx *tx, size_t i, size_t *len);
+
+// The answer's status. 0 when `answer` is NULL.
+uint16_t waf_answer_status(const struct waf_answer *answer);
+
+// How many headers the answer has (`Set-Cookie` may repeat; send each).
+size_t waf_answer_header_count(const struct waf_answer *answer);
+
+// Writes the `i`th header to `*out` (buffers owned by the answer, valid until
+// `waf_answer_free`). WAF_STATUS_INVALID_ARGUMENT when out of range.
+enum waf_status waf_answer_header(const struct waf_answer *answer, size_t i, struct waf_header *out);
+
+// The answer's body (its length in `*len`), owned by the answer. NULL when `answer` or
+// `len` is NULL.
+const uint8_t *waf_answer_body(const struct waf_answer *answer, size_t *len);
+
+// Whether the answer carries a sign-in mail to send first; if so writes its recipient,
+// subject and plain-text body (NUL-terminated UTF-8, owned by the answer). The body holds
+// the code: never log it.
+bool waf_answer_mail(const struct waf_answer *answer, const char **to, const char **subject, const char **body);
+
+// Consumes `answer` (do not use or free it afterwards) and returns the answer to send
+// instead when its mail could not be sent (NULL when it had no mail; `answer` is still
+// consumed).
+struct waf_answer *waf_answer_mail_failed(struct waf_answer *answer);
+
+// Frees an answer. NULL is a no-op.
+void waf_answer_free(struct waf_answer *answer);
+
+// Whether the last intervention of `tx` came from a gate (a challenge, the waiting room,
+// sign-in): its answer (`waf_tx_answer`) is a page, JSON or redirect the host must send
+// as it is, not an error status of its own. False when `tx` is NULL or finished.
+bool waf_tx_gate_intervened(const struct waf_tx *tx);
+
+// Whether `engine`'s policy has email-code sign-in (`[gates.sign_in]`), whose codes the
+// host must send (`waf_answer_mail`). False when `engine` is NULL.
+bool waf_engine_has_sign_in(const struct waf_engine *engine);
 
 // Starts a transaction. `client_addr` and `server_addr` are NUL-terminated IP addresses
 // as text ("192.0.2.1", "::1"); text that is not an IP address (a Unix socket path) is

@@ -46,7 +46,15 @@
  *                                   "info" (or to the waf_audit_log file)
  *
  * An intervention answers with the rule's status (deny), a redirect (Location + 3xx), or
- * closes the connection (drop). A status outside 300..599 becomes 403. Subrequests are not
+ * closes the connection (drop). A status outside 300..599 becomes 403.
+ *
+ * Gates (a policy with [gates]): a challenge or the waiting room answers with the
+ * library's own page, JSON or redirect (waf_tx_answer: the same pages every host serves);
+ * requests under the gate prefix (/.waf/ by default) are answered by the library with
+ * their form body (waf_tx_gate_request; bodies over WAF_GATE_FORM_LEN or spooled to a file
+ * get 413) and never reach the content handler; a response that went through gets the
+ * gates' cookies (admission, renewals) in the header filter. Email-code sign-in is refused
+ * at load: the module sends no mail. Subrequests are not
  * inspected (their main request is). Internal redirects keep the transaction of the main
  * request, found again through its pool cleanup.
  *
@@ -428,7 +436,8 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     }
 
     src = conf->all_rules->elts;
-    st = WAF_STATUS_OK;
+    /* the module serves the gates' endpoints, pages and cookies (not sign-in: below) */
+    st = waf_builder_serve_gates(b, true);
 
     for (i = 0; i < conf->all_rules->nelts && st == WAF_STATUS_OK; i++) {
         if (src[i].kind == NGX_HTTP_WAF_SRC_FILE) {
@@ -468,6 +477,13 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     cln->handler = ngx_http_waf_engine_cleanup;
     cln->data = engine;
     conf->engine = engine;
+
+    if (waf_engine_has_sign_in(engine)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "waf: [gates.sign_in] is not served by the nginx module "
+                           "(it sends no mail); use waf-proxy in front, or leave it out");
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }
@@ -905,6 +921,180 @@ ngx_http_waf_test_fault(ngx_http_request_t *r)
 #endif
 
 
+/* Sends a whole answer from the library (a gate's page, JSON or redirect, or a gate
+ * endpoint's answer) and frees it. Returns what ngx_http_output_filter returned. */
+static ngx_int_t
+ngx_http_waf_send_answer(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx, waf_answer *a)
+{
+    size_t            i, n, len;
+    u_char           *p;
+    ngx_int_t         rc;
+    ngx_buf_t        *b;
+    ngx_chain_t       out;
+    waf_header        h;
+    ngx_table_elt_t  *t;
+    const uint8_t    *body;
+
+    ctx->intervened = 1;
+    if (a == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.status = waf_answer_status(a);
+    ngx_http_clear_location(r);
+
+    n = waf_answer_header_count(a);
+    for (i = 0; i < n; i++) {
+        if (waf_answer_header(a, i, &h) != WAF_STATUS_OK) {
+            continue;
+        }
+        p = ngx_pnalloc(r->pool, h.name_len + h.value_len);
+        if (p == NULL) {
+            waf_answer_free(a);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_memcpy(p, h.name, h.name_len);
+        ngx_memcpy(p + h.name_len, h.value, h.value_len);
+
+        if (h.name_len == sizeof("content-type") - 1
+            && ngx_strncasecmp(p, (u_char *) "content-type", h.name_len) == 0)
+        {
+            r->headers_out.content_type.data = p + h.name_len;
+            r->headers_out.content_type.len = h.value_len;
+            r->headers_out.content_type_len = h.value_len;
+            continue;
+        }
+
+        t = ngx_list_push(&r->headers_out.headers);
+        if (t == NULL) {
+            waf_answer_free(a);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        t->hash = 1;
+        t->key.data = p;
+        t->key.len = h.name_len;
+        t->value.data = p + h.name_len;
+        t->value.len = h.value_len;
+#if (nginx_version >= 1023000)
+        t->next = NULL;
+#endif
+        if (h.name_len == sizeof("location") - 1
+            && ngx_strncasecmp(p, (u_char *) "location", h.name_len) == 0)
+        {
+            r->headers_out.location = t;
+        }
+    }
+
+    body = waf_answer_body(a, &len);
+    r->headers_out.content_length_n = len;
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        waf_answer_free(a);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (len > 0) {
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            waf_answer_free(a);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_memcpy(p, body, len);
+        b->pos = p;
+        b->last = p + len;
+        b->memory = 1;
+    }
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    waf_answer_free(a);
+
+    if (len == 0) {
+        r->header_only = 1;
+    }
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* A gate endpoint (/.waf/...): the library answers it with its form body. */
+static ngx_int_t
+ngx_http_waf_gate(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx)
+{
+    size_t        n, len;
+    u_char       *body, *p;
+    waf_status    st;
+    waf_header   *hs;
+    ngx_str_t     version;
+    ngx_chain_t  *cl;
+    waf_answer   *a;
+
+    len = 0;
+    if (r->request_body != NULL) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            if (cl->buf->in_file && !ngx_buf_in_memory(cl->buf)) {
+                return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+            }
+            len += cl->buf->last - cl->buf->pos;
+        }
+    }
+    if (len > WAF_GATE_FORM_LEN) {
+        return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+    body = ngx_pnalloc(r->pool, len + 1);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    p = body;
+    if (r->request_body != NULL) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+        }
+    }
+
+    hs = ngx_http_waf_collect_headers(r, &r->headers_in.headers, 0, &n);
+    if (hs == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    version = r->http_protocol;
+    if (version.len == 0) {
+        ngx_str_set(&version, "HTTP/0.9");
+    }
+
+    a = NULL;
+    st = waf_tx_gate_request(ctx->tx, r->method_name.data, r->method_name.len,
+                             r->unparsed_uri.data, r->unparsed_uri.len,
+                             version.data, version.len, hs, n, body, len, &a);
+    if (st != WAF_STATUS_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (a == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+    return ngx_http_waf_send_answer(r, ctx, a);
+}
+
+
+static void
+ngx_http_waf_gate_body_handler(ngx_http_request_t *r)
+{
+    ngx_http_waf_ctx_t  *ctx;
+
+    ctx = ngx_http_waf_get_ctx(r);
+    if (ctx == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    ngx_http_finalize_request(r, ngx_http_waf_gate(r, ctx));
+}
+
+
 /* Phases 1 and 2. */
 static ngx_int_t
 ngx_http_waf_access_handler(ngx_http_request_t *r)
@@ -974,10 +1164,40 @@ ngx_http_waf_access_handler(ngx_http_request_t *r)
     st = waf_tx_request_headers(ctx->tx, r->method_name.data, r->method_name.len,
                                 r->unparsed_uri.data, r->unparsed_uri.len,
                                 version.data, version.len, hs, n, &iv);
+    if (st == WAF_STATUS_INTERVENE && waf_tx_gate_intervened(ctx->tx)) {
+        /* a gate: its page (or JSON, or redirect), the same as every host sends */
+        waf_answer  *a = NULL;
+        ngx_str_t    accept = ngx_null_string;
+
+        ctx->access_rc = NGX_DECLINED;
+#if (NGX_HTTP_HEADERS)
+        if (r->headers_in.accept != NULL) {
+            accept = r->headers_in.accept->value;
+        }
+#endif
+        if (waf_tx_answer(ctx->tx, iv.status, accept.data, accept.len, &a)
+            != WAF_STATUS_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_http_finalize_request(r, ngx_http_waf_send_answer(r, ctx, a));
+        return NGX_DONE;
+    }
     rc = ngx_http_waf_decide(r, ctx, st, &iv, "request headers");
     if (rc != NGX_DECLINED) {
         ctx->access_rc = NGX_DECLINED;
         return rc;
+    }
+
+    if (waf_engine_is_gate_path(lcf->engine, r->uri.data, r->uri.len)) {
+        ctx->access_rc = NGX_DECLINED;
+        ctx->intervened = 1;
+        rc = ngx_http_read_client_request_body(r, ngx_http_waf_gate_body_handler);
+        if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+            return rc;
+        }
+        ngx_http_finalize_request(r, NGX_DONE);
+        return NGX_DONE;
     }
 
     wants = false;
@@ -1070,6 +1290,36 @@ ngx_http_waf_header_filter(ngx_http_request_t *r)
     }
 
     ctx->resp_headers_done = 1;
+
+    /* the gates' cookies (admission, renewals) on a response that went through */
+    {
+        size_t            i, n, len;
+        const uint8_t    *c;
+        ngx_table_elt_t  *t;
+
+        n = waf_tx_set_cookie_count(ctx->tx);
+        for (i = 0; i < n; i++) {
+            c = waf_tx_set_cookie(ctx->tx, i, &len);
+            if (c == NULL) {
+                continue;
+            }
+            t = ngx_list_push(&r->headers_out.headers);
+            if (t == NULL) {
+                return NGX_ERROR;
+            }
+            t->value.data = ngx_pnalloc(r->pool, len);
+            if (t->value.data == NULL) {
+                return NGX_ERROR;
+            }
+            ngx_memcpy(t->value.data, c, len);
+            t->value.len = len;
+            t->hash = 1;
+            ngx_str_set(&t->key, "Set-Cookie");
+#if (nginx_version >= 1023000)
+            t->next = NULL;
+#endif
+        }
+    }
 
     rc = ngx_http_waf_response_headers(r, ctx);
     if (rc == NGX_HTTP_CLOSE) {

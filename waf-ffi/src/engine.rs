@@ -16,6 +16,7 @@ pub struct WafBuilder {
     inner: waf_core::WafBuilder,
     callback: WafReportCallback,
     fail_open: bool,
+    serves_gates: bool,
 }
 
 /// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
@@ -36,6 +37,7 @@ pub unsafe extern "C" fn waf_builder_new() -> *mut WafBuilder {
             inner: Waf::builder(),
             callback: None,
             fail_open: false,
+            serves_gates: false,
         }))
     })
 }
@@ -167,15 +169,39 @@ pub unsafe extern "C" fn waf_builder_policy_file(
             }
         };
         config.resolve_paths(path.parent().unwrap_or(std::path::Path::new(".")));
-        if let Err(e) =
-            waf_core::policy::check_gates_served(&config, "the C ABI (and nginx module)")
-        {
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        let serves = unsafe { (*builder).serves_gates };
+        if let Err(e) = waf_core::policy::check_gates_served(&config, "this C host").or_else(|e| {
+            if serves {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }) {
             set_last_error(format!("{}: {e}", path.display()));
             return WafStatus::RulesError;
         }
         // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
         let b = unsafe { &mut *builder };
         update(b, |i| i.policy(config));
+        WafStatus::Ok
+    })
+}
+
+/// Declares that the host serves the gates (`[gates]`: challenges, waiting rooms,
+/// sign-in) as the `waf_answer` functions describe: their endpoints, their answers and
+/// their cookies (and sends the sign-in mail). Without it (the default), a policy with
+/// `[gates]` is refused by `waf_builder_policy_file`, so a host that does not serve them
+/// never answers a gate with a bare status. Call it before `waf_builder_policy_file`.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_serve_gates(
+    builder: *mut WafBuilder,
+    serves: bool,
+) -> WafStatus {
+    ffi_guard!("waf_builder_serve_gates", WafStatus::Panic, {
+        non_null!(builder);
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        unsafe { (*builder).serves_gates = serves };
         WafStatus::Ok
     })
 }

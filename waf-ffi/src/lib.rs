@@ -52,10 +52,12 @@ compile_error!("waf-ffi must be built with panic = \"unwind\" (see the crate doc
 mod macros;
 mod engine;
 mod error;
+mod gate;
 mod tx;
 mod types;
 
 pub use engine::{WafBuilder, WafEngine};
+pub use gate::{WafAnswer, WAF_GATE_FORM_LEN};
 pub use tx::WafTx;
 pub use types::{WafAction, WafHeader, WafIntervention, WafReport, WafReportCallback, WafStatus};
 

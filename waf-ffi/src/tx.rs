@@ -27,6 +27,35 @@ pub struct WafTx {
     /// Storage behind `waf_intervention.url` / `.log` of the last phase call.
     url: Option<CString>,
     log: Option<CString>,
+    /// For the gates (`crate::gate`): the engine, the connection, when the request came,
+    /// and the last intervention.
+    pub(crate) engine: waf_core::Waf,
+    conn: ConnectionInfo,
+    now: SystemTime,
+    last: Option<waf_core::Intervention>,
+}
+
+impl WafTx {
+    pub(crate) fn conn(&self) -> &ConnectionInfo {
+        &self.conn
+    }
+
+    pub(crate) fn now(&self) -> Option<SystemTime> {
+        Some(self.now)
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        self.unique_id.to_str().unwrap_or("")
+    }
+
+    /// The native policy's effects; `None` once finished.
+    pub(crate) fn effects(&self) -> Option<&waf_core::policy::PolicyEffects> {
+        self.tx.as_ref().map(|t| t.policy_effects())
+    }
+
+    pub(crate) fn last_intervention(&self) -> Option<waf_core::Intervention> {
+        self.last.clone()
+    }
 }
 
 /// Parses an address given as text; unparsable text (a Unix socket, say) becomes the
@@ -96,6 +125,10 @@ pub unsafe extern "C" fn waf_tx_new(
             poisoned: false,
             url: None,
             log: None,
+            engine: engine.waf.clone(),
+            conn,
+            now,
+            last: None,
         });
         // SAFETY: as above.
         unsafe { *tx = Box::into_raw(boxed) };
@@ -207,6 +240,7 @@ unsafe fn phase(
     };
     let (status, iv) = match verdict {
         Verdict::Intervene(i) => {
+            t.last = Some(i.clone());
             t.log = i.message.as_deref().map(c_string);
             let (action, url) = match &i.action {
                 DisruptiveAction::Drop => (WafAction::Drop, None),

@@ -994,3 +994,140 @@ fn fail_open_passes_and_fail_closed_answers_500_when_the_engine_fails() {
         "{line}"
     );
 }
+
+/// One raw GET with `cookie` (may be empty); the whole response.
+fn get_with_cookie(port: u16, target: &str, cookie: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect nginx");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut req = format!(
+        "GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: waf-ffi-test/1.0\r\n\
+         Accept: text/html\r\nConnection: close\r\n"
+    );
+    if !cookie.is_empty() {
+        req.push_str(&format!("Cookie: {cookie}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).expect("write request");
+    let mut resp = Vec::new();
+    // The connection must close after the answer (`Connection: close`): a request nginx
+    // never finalizes would time out here.
+    s.read_to_end(&mut resp)
+        .unwrap_or_else(|e| panic!("GET {target}: connection not closed: {e}"));
+    String::from_utf8_lossy(&resp).to_string()
+}
+
+/// The `name=value` of the `Set-Cookie` for `name` in a raw response.
+fn set_cookie(resp: &str, name: &str) -> Option<String> {
+    let head = resp.split_once("\r\n\r\n")?.0;
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        let v = v.trim();
+        (k.eq_ignore_ascii_case("set-cookie") && v.starts_with(&format!("{name}=")))
+            .then(|| v.split(';').next().unwrap_or("").to_string())
+    })
+}
+
+/// The gates served by the module: a cookie challenge round trip (the `/.waf/cookie` check
+/// answered by the library), the pass accepted, a waiting room of one admitting in order
+/// with the same pages as every host; sign-in (which needs mail) fails `nginx -t`.
+#[test]
+fn gates_cookie_challenge_and_waiting_room() {
+    let (upstream, _seen) = start_upstream();
+    let prefix = custom_prefix("gates");
+    std::fs::write(
+        prefix.join("policy.toml"),
+        r#"
+[gates]
+keys = ["an nginx test key of at least 32 bytes"]
+[[gates.waiting_room]]
+name = "shop"
+match = 'http.request.uri.path == "/shop"'
+capacity = 1
+idle_secs = 1
+refresh_secs = 1
+[[rules]]
+name = "p"
+expression = 'http.request.uri.path == "/protected"'
+action = "challenge"
+challenge = "cookie"
+"#,
+    )
+    .expect("write policy");
+    let port = free_port();
+    let http = format!(
+        "access_log off; waf on;\nserver {{ listen 127.0.0.1:{port}; waf_policy_file policy.toml;\n\
+         location / {{ proxy_pass http://127.0.0.1:{upstream}; }} }}"
+    );
+    write_conf(&prefix, "nginx.conf", &http);
+    let n = spawn_nginx(prefix, port);
+
+    // Cookie challenge.
+    let r = get_with_cookie(port, "/protected", "");
+    assert!(r.starts_with("HTTP/1.1 302"), "{r}\n{}", n.error_log());
+    // nginx makes a relative Location absolute (`absolute_redirect on`, its default).
+    let origin = format!("http://localhost:{port}");
+    let check = header(&r, "location").expect("location");
+    let check = check
+        .strip_prefix(origin.as_str())
+        .unwrap_or(check)
+        .to_string();
+    assert!(check.starts_with("/.waf/cookie?"), "{check}");
+    let pass = set_cookie(&r, "__waf_pass").expect("the pass cookie");
+    let r = get_with_cookie(port, &check, &pass);
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}\n{}", n.error_log());
+    assert_eq!(
+        header(&r, "location").map(|l| l.strip_prefix(origin.as_str()).unwrap_or(l)),
+        Some("/protected")
+    );
+    let r = get_with_cookie(port, "/protected", &pass);
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    // Without the cookie, the check shows the "cookies required" page.
+    let r = get_with_cookie(port, &check, "");
+    assert!(
+        r.contains("<html") && r.to_lowercase().contains("cookie"),
+        "{r}"
+    );
+    // An unknown gate endpoint: 404 from the library, not the upstream.
+    assert!(get_with_cookie(port, "/.waf/nope", "").starts_with("HTTP/1.1 404"));
+
+    // Waiting room of one.
+    let r = get_with_cookie(port, "/shop", "");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    let a = set_cookie(&r, "__waf_admit").expect("admission cookie");
+    let r = get_with_cookie(port, "/shop", "");
+    assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+    assert!(
+        r.contains("<html") && header(&r, "retry-after").is_some(),
+        "{r}"
+    );
+    let b = set_cookie(&r, "__waf_ticket").expect("ticket");
+    let r = get_with_cookie(port, "/shop", "");
+    let c = set_cookie(&r, "__waf_ticket").expect("ticket");
+    for _ in 0..3 {
+        assert!(get_with_cookie(port, "/shop", &a).starts_with("HTTP/1.1 200"));
+        assert!(get_with_cookie(port, "/shop", &b).starts_with("HTTP/1.1 503"));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // a leaves; after its idle second, b is in and c is next.
+    std::thread::sleep(Duration::from_millis(1300));
+    let r = get_with_cookie(port, "/shop", &c);
+    assert!(r.starts_with("HTTP/1.1 503"), "c before b: {r}");
+    let r = get_with_cookie(port, "/shop", &b);
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(set_cookie(&r, "__waf_admit").is_some());
+
+    // Sign-in needs mail, which the module does not send: refused at load.
+    let prefix = custom_prefix("gates-signin");
+    std::fs::write(
+        prefix.join("policy.toml"),
+        "[gates]\nkeys = [\"an nginx test key of at least 32 bytes\"]\n[gates.sign_in]\nallowed = [\"@example.com\"]\n",
+    )
+    .expect("write policy");
+    write_conf(&prefix, "nginx.conf", &http);
+    let (ok, err) = config_test(&prefix, "nginx.conf");
+    assert!(
+        !ok && err.contains("[gates.sign_in] is not served"),
+        "{err}"
+    );
+}

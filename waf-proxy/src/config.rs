@@ -876,10 +876,13 @@ impl Config {
             }])
         })?;
         let state = raw.state.take();
-        let shares = raw
-            .hosts
-            .iter()
-            .any(|h| !h.rate_limit.is_empty() || h.bans.is_some());
+        let shares = raw.hosts.iter().any(|h| {
+            !h.rate_limit.is_empty()
+                || h.bans.is_some()
+                || h.gates
+                    .as_ref()
+                    .is_some_and(|g| !g.waiting_rooms.is_empty())
+        });
         let fleet = crate::fleet::validate(path, text, state, shares);
         let mut config = Config::try_from((path, raw)).map_err(|mut e| {
             crate::policy::locate_in_file(path, text, &mut e);

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Each host's policy state lives in the fleet's store for the host's label (its first
-//! name), so every proxy with the same config shares each host's buckets and bans. The
+//! name), so every proxy with the same config shares each host's buckets, bans and waiting
+//! rooms (one line and one count of visitors in for the fleet). The
 //! decisions stay local: no request waits on Redis (see the `waf_redis` crate docs for the
 //! accuracy and the failure policy). `[state]` is read at start only; a reload that changes
 //! it logs that a restart is needed. `/metrics` has `waf_proxy_fleet_*`.
@@ -68,7 +69,7 @@ pub enum Urls {
 }
 
 /// Checks `[state]` (spans into `text`); `Ok(None)` when there is none. `shares`: some
-/// host has rate limits or bans (otherwise `[state]` would have no effect).
+/// host has rate limits, bans or a waiting room (otherwise `[state]` would have no effect).
 pub fn validate(
     path: &Path,
     text: &str,
@@ -88,7 +89,7 @@ pub fn validate(
     if !shares {
         errs.push((
             redis_span.clone(),
-            "no host has a rate limit or bans, so there is nothing to share".into(),
+            "no host has a rate limit, bans or a waiting room, so there is nothing to share".into(),
         ));
     }
     if let Some(v) = &raw.cluster {

@@ -525,3 +525,220 @@ fn a_proxy_an_axum_app_and_an_actix_app_share_one_fleet() {
         );
     });
 }
+
+/// A waiting room of capacity 2 for a fleet of two real proxies on one real Redis.
+fn room_config(upstream: &str, redis: &str) -> String {
+    format!(
+        r#"[server]
+listen = ["127.0.0.1:0"]
+workers = 1
+trusted_proxies = ["127.0.0.1"]
+[admin]
+listen = "127.0.0.1:0"
+[log]
+access = "off"
+[[upstream]]
+name = "app"
+servers = ["{upstream}"]
+[[host]]
+names = ["*"]
+upstream = "app"
+waf = {{ mode = "off" }}
+[host.gates]
+keys = ["a fleet-wide key of at least thirty-two bytes"]
+[[host.gates.waiting_room]]
+name = "shop"
+capacity = 2
+idle_secs = 1
+refresh_secs = 1
+[state]
+redis = {redis:?}
+interval_ms = 50
+"#
+    )
+}
+
+/// One visitor: its cookies (shared by both proxies, as a browser shares them by host).
+#[derive(Default)]
+struct Visitor {
+    jar: std::collections::BTreeMap<String, String>,
+}
+
+impl Visitor {
+    /// `GET /shop` through `p` as an API client: `Ok(())` when let in, `Err(position)`
+    /// when waiting.
+    async fn visit(&mut self, c: &HttpClient, p: &Proxy) -> Result<(), u64> {
+        let cookies: Vec<String> = self.jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut req = Request::get(p.url("/shop"))
+            .header("x-forwarded-for", "198.51.100.77")
+            .header("user-agent", "fleet-test")
+            .header("accept", "application/json");
+        if !cookies.is_empty() {
+            req = req.header("cookie", cookies.join("; "));
+        }
+        let got = util::send(c, req.body(Full::new(Bytes::new())).unwrap()).await;
+        for v in got.headers.get_all("set-cookie") {
+            let v = v.to_str().unwrap();
+            let pair = v.split(';').next().unwrap();
+            let (k, val) = pair.split_once('=').unwrap();
+            if v.contains("Max-Age=0") {
+                self.jar.remove(k);
+            } else {
+                self.jar.insert(k.to_string(), val.to_string());
+            }
+        }
+        match got.status {
+            200 => Ok(()),
+            503 => {
+                let pos = got
+                    .body
+                    .split("\"position\":\"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("no position in {}", got.body));
+                Err(pos)
+            }
+            s => panic!("status {s}: {}", got.body),
+        }
+    }
+}
+
+/// Two proxies, one waiting room of capacity 2, one Redis. Five visitors arrive 300 ms
+/// apart, alternating proxies, and every request of a visitor goes to the other proxy
+/// than its last. They are let in in arrival order; nobody is let in while two places are
+/// held (a place is freed `idle_secs` after its visitor's last request); and while Redis
+/// is down nobody new is let in while those in stay in, until Redis is back.
+#[test]
+fn a_waiting_room_holds_for_two_proxies() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let up = util::upstream();
+    let mut redis = RedisServer::start();
+    let fleet: Vec<Proxy> = (0..2)
+        .map(|i| {
+            let dir = util::temp_dir(&format!("fleet-room-{i}"));
+            Proxy::start(&dir, &room_config(&up.addr.to_string(), &redis.url()))
+        })
+        .collect();
+    let rt = runtime();
+    rt.block_on(async {
+        let c = util::client();
+        let all: Vec<&Proxy> = fleet.iter().collect();
+        wait_connected(&c, &all).await;
+        let mut visitors: Vec<Visitor> = (0..5).map(|_| Visitor::default()).collect();
+        let mut admitted: Vec<(usize, Instant)> = Vec::new();
+        let mut left: Vec<(usize, Instant)> = Vec::new();
+        let mut positions = Vec::new();
+        let start = Instant::now();
+        let mut round = 0usize;
+        while admitted.len() < 5 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "stuck: admitted {admitted:?}, left {left:?}"
+            );
+            round += 1;
+            for (v, visitor) in visitors.iter_mut().enumerate() {
+                let t = start.elapsed();
+                if t < Duration::from_millis(300 * v as u64) || left.iter().any(|l| l.0 == v) {
+                    continue;
+                }
+                // In: the k-th visitor in leaves 1.5 s after it got in (the first two
+                // once everybody is in line).
+                if let Some(k) = admitted.iter().position(|a| a.0 == v) {
+                    let since = admitted[k].1.elapsed();
+                    if left.len() == k
+                        && t > Duration::from_millis(1600)
+                        && since > Duration::from_millis(1500)
+                    {
+                        left.push((v, Instant::now()));
+                        continue;
+                    }
+                }
+                let p = all[(v + round) % 2];
+                match visitor.visit(&c, p).await {
+                    Ok(()) => {
+                        if !admitted.iter().any(|a| a.0 == v) {
+                            admitted.push((v, Instant::now()));
+                        }
+                    }
+                    Err(pos) => {
+                        assert!(
+                            !admitted.iter().any(|a| a.0 == v),
+                            "visitor {v} was sent back to the line"
+                        );
+                        positions.push((v, admitted.len(), pos));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let order: Vec<usize> = admitted.iter().map(|a| a.0).collect();
+        eprintln!("admitted {order:?}");
+        assert_eq!(order, [0, 1, 2, 3, 4], "not let in in arrival order");
+        // Capacity 2: the third visitor in can only come after the first left and its
+        // place idled out (1 s), and so on.
+        for k in 2..5 {
+            let freed = left[k - 2].1 + Duration::from_millis(900);
+            assert!(
+                admitted[k].1 >= freed,
+                "visitor {} let in {:?} before a place was free",
+                admitted[k].0,
+                freed - admitted[k].1
+            );
+        }
+        // The fleet's positions: with three waiting (nobody but 0 and 1 in), visitor 4
+        // was told 3 on some request, and no waiting visitor was ever told a position
+        // past the visitors ahead of it, plus one for a proxy's estimate of a visitor it
+        // has not heard of from Redis yet (the line's length as of its last round).
+        assert!(
+            positions
+                .iter()
+                .any(|&(v, n, p)| v == 4 && n == 2 && p == 3),
+            "{positions:?}"
+        );
+        for &(v, n, p) in &positions {
+            assert!(p >= 1 && p as usize <= v + 2 - n.min(v), "{positions:?}");
+        }
+
+        // Redis down: 3 and 4 stay in on both proxies; a new visitor waits, even after 3
+        // leaves and its place idles out.
+        redis.kill();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let mut late = Visitor::default();
+        let down = Instant::now();
+        let mut i = 0;
+        while down.elapsed() < Duration::from_millis(2500) {
+            i += 1;
+            assert!(
+                late.visit(&c, all[i % 2]).await.is_err(),
+                "let in while redis is down"
+            );
+            assert_eq!(visitors[4].visit(&c, all[(i + 1) % 2]).await, Ok(()));
+            if down.elapsed() < Duration::from_millis(500) {
+                assert_eq!(visitors[3].visit(&c, all[i % 2]).await, Ok(()));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        for p in &all {
+            p.wait_stderr("waiting rooms let nobody in until redis is back", 1)
+                .await;
+        }
+        // Back: the line moves again.
+        redis.restart();
+        wait_connected(&c, &all).await;
+        let back = Instant::now();
+        loop {
+            i += 1;
+            assert_eq!(visitors[4].visit(&c, all[(i + 1) % 2]).await, Ok(()));
+            if late.visit(&c, all[i % 2]).await.is_ok() {
+                break;
+            }
+            assert!(
+                back.elapsed() < Duration::from_secs(10),
+                "nobody let in after redis came back"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        eprintln!("let in {:?} after redis came back", back.elapsed());
+    });
+}

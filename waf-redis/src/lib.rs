@@ -49,6 +49,12 @@
 //! - A key this node changed within the last 2 s is *watched*: every round also fetches the
 //!   fleet's view of it, so that a client active here sees what the other nodes added
 //!   before its next request, not only after this node's next change.
+//! - **Waiting rooms** (`[[gates.waiting_room]]`): one line for the whole fleet, in
+//!   arrival order, and at most `capacity` visitors in, counted over every node. Redis
+//!   holds the line and the places and only Redis calls a visitor in (one Lua script per
+//!   room and round); each node answers its requests from a mirror of what the rounds said
+//!   ([`line`] has the details, and what happens while Redis is down: nobody new is let
+//!   in, those in stay in).
 //! - **Not shared**: lists, geo and reputation data (configuration, not state: give every
 //!   node the same).
 //!
@@ -98,6 +104,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+pub mod line;
 mod store;
 pub mod sync;
 
@@ -109,6 +116,7 @@ pub use config::{
     DEFAULT_MAX_KEYS_PER_SYNC, DEFAULT_MAX_PENDING_KEYS, DEFAULT_TAG_BUCKETS, DEFAULT_TIMEOUT_MS,
     MAX_BACKOFF_MS, MAX_INTERVAL_MS, MAX_NODES, MIN_BACKOFF_MS, MIN_INTERVAL_MS,
 };
+pub use line::DEFAULT_MAX_LINE_VISITORS;
 pub use store::FleetStore;
 
 use store::Status;

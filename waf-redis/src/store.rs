@@ -12,7 +12,9 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use waf_core::policy::{Cell, MemoryStore, Store, ValueKind};
+use waf_core::policy::{Cell, LineOp, LineSpec, LineStatus, MemoryStore, Store, ValueKind};
+
+use crate::line::{LineBatch, Lines};
 
 /// Shards of the pending maps (as many as the local store's).
 const SHARDS: usize = waf_core::policy::SHARDS;
@@ -101,6 +103,8 @@ pub(crate) struct Batch {
     pub(crate) bans: Vec<(Box<[u8]>, BanOp)>,
     /// Score changes.
     pub(crate) scores: Vec<(Box<[u8]>, ScoreOp)>,
+    /// Waiting rooms' news.
+    pub(crate) lines: Vec<LineBatch>,
 }
 
 /// A [`Store`] for one namespace (one policy: a host of the proxy, one middleware) whose
@@ -122,6 +126,8 @@ pub struct FleetStore {
     counted: AtomicU64,
     /// Changes kept local because too many keys were pending.
     pub(crate) dropped: AtomicU64,
+    /// The waiting rooms' mirrors ([`crate::line`]).
+    pub(crate) lines: Lines,
 }
 
 impl fmt::Debug for FleetStore {
@@ -169,6 +175,7 @@ impl FleetStore {
             status,
             counted: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            lines: Lines::default(),
         }
     }
 
@@ -273,7 +280,10 @@ impl FleetStore {
     /// Takes what is pending (at most `max_keys` rate keys; the rest waits), and a request
     /// for the fleet's view of each key watched at `now` that has no change of its own.
     pub(crate) fn take(&self, max_keys: usize, now: u64) -> Batch {
-        let mut b = Batch::default();
+        let mut b = Batch {
+            lines: self.lines.take(now),
+            ..Batch::default()
+        };
         for shard in self.pending.iter() {
             let mut p = lock(shard);
             let p = &mut *p;
@@ -318,6 +328,7 @@ impl FleetStore {
 
     /// Puts back a batch that could not be sent; what changed since wins.
     pub(crate) fn restore(&self, batch: Batch) {
+        self.lines.restore(batch.lines);
         for (k, n, i) in batch.hits {
             let mut p = lock(self.shard(&k));
             let e = p.hits.entry(k).or_insert((0, i));
@@ -513,6 +524,17 @@ impl Store for FleetStore {
 
     fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell)) {
         self.local.scan(prefix, now, f)
+    }
+
+    fn line(
+        &self,
+        room: &[u8],
+        spec: &LineSpec,
+        visitor: &[u8; 16],
+        op: LineOp,
+        now: u64,
+    ) -> LineStatus {
+        self.lines.line(room, spec, visitor, op, now)
     }
 
     fn declare(&self, prefix: &[u8], kind: ValueKind) {

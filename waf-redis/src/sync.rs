@@ -54,6 +54,7 @@ use waf_core::policy::Cell;
 use crate::config::{
     FleetConfig, DEFAULT_MAX_KEYS_PER_SYNC, DEFAULT_TAG_BUCKETS, MAX_BACKOFF_MS, MIN_BACKOFF_MS,
 };
+use crate::line::{LineReply, LINE_LUA};
 use crate::store::{BanOp, Batch, FleetStore};
 use crate::Shared;
 
@@ -174,6 +175,8 @@ impl Conn {
 
 /// The tag of the ban keys (one slot for the hash and its version).
 const BAN_TAG: u32 = u32::MAX;
+/// The tag of the waiting rooms' keys (one slot for every key of a namespace's rooms).
+const LINE_TAG: u32 = u32::MAX - 1;
 
 /// FNV-1a: the bucket of a key must be the same on every node.
 fn bucket(key: &[u8]) -> u32 {
@@ -216,6 +219,14 @@ impl Names {
     fn bans(&self) -> Vec<u8> {
         let mut k = self.head.clone();
         k.extend_from_slice(b"bans}:h");
+        k
+    }
+    /// One of a waiting room's keys: `what` is `l` (the line), `p` (the places), `m`
+    /// (its state) or `c` (recent calls).
+    fn line(&self, room: &[u8], what: &str) -> Vec<u8> {
+        let mut k = self.head.clone();
+        k.extend_from_slice(format!("wr}}:{what}:").as_bytes());
+        k.extend_from_slice(room);
         k
     }
     fn version(&self) -> Vec<u8> {
@@ -276,6 +287,36 @@ fn hash_entries(v: Value) -> Vec<(Vec<u8>, Vec<u8>)> {
     }
 }
 
+/// The waiting-room script's answer ([`LINE_LUA`]); what does not parse is left out.
+fn line_reply(v: Value) -> LineReply {
+    let Value::Array(parts) = v else {
+        return LineReply::default();
+    };
+    let mut it = parts.into_iter();
+    let ints = |v: Option<Value>| match v {
+        Some(Value::Array(xs)) => xs.iter().map(|x| int(x).unwrap_or(-1)).collect(),
+        _ => Vec::new(),
+    };
+    let touched = ints(it.next()).into_iter().map(|x: i64| x == 1).collect();
+    let positions = ints(it.next());
+    let mut calls = Vec::new();
+    if let Some(Value::Array(xs)) = it.next() {
+        let mut xs = xs.into_iter();
+        while let (Some(id), Some(at)) = (xs.next(), xs.next()) {
+            if let (Some(id), Some(at)) = (bytes(id), int(&at)) {
+                calls.push((id, at.max(0) as u64));
+            }
+        }
+    }
+    let line_len = it.next().as_ref().and_then(int).unwrap_or(0).max(0) as u64;
+    LineReply {
+        touched,
+        positions,
+        calls,
+        line_len,
+    }
+}
+
 fn unix_nanos() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -295,6 +336,7 @@ enum Reply {
     Version(usize),
     Tat(usize, usize),
     Score(usize, usize),
+    Line(usize, usize),
 }
 
 /// The task body: runs until the [`crate::Fleet`] is dropped.
@@ -321,6 +363,9 @@ pub(crate) async fn run(shared: Weak<Shared>, cfg: FleetConfig) {
                 shared.stats.outages.fetch_add(1, Ordering::Relaxed);
                 // Once per outage, not once per attempt.
                 tracing::warn!(error = %why, "redis unreachable: enforcing with local state until it is back");
+                if shared.live_stores().iter().any(|s| !s.lines.is_empty()) {
+                    tracing::warn!("waiting rooms let nobody in until redis is back; visitors already in stay in");
+                }
             }
         };
         if conn.is_none() {
@@ -474,6 +519,31 @@ async fn round(
             replies.push(Reply::Score(si, i));
         }
     }
+    for (si, batch) in batches.iter().enumerate() {
+        let names = Names::new(&shared.config.prefix, &stores[si].namespace);
+        for (li, b) in batch.lines.iter().enumerate() {
+            let mut c = redis::cmd("EVAL");
+            c.arg(LINE_LUA).arg(4);
+            for what in ["l", "p", "m", "c"] {
+                c.arg(names.line(&b.room, what));
+            }
+            c.arg(now / 1_000)
+                .arg(b.spec.capacity)
+                .arg(b.spec.interval / 1_000)
+                .arg(b.spec.idle / 1_000)
+                .arg(b.spec.claim / 1_000)
+                .arg(b.since_us)
+                .arg(b.touches.len());
+            for v in &b.touches {
+                c.arg(&v[..]);
+            }
+            for (v, arrival) in &b.waits {
+                c.arg(&v[..]).arg(arrival / 1_000);
+            }
+            cmds.push((LINE_TAG, c));
+            replies.push(Reply::Line(si, li));
+        }
+    }
     shared
         .stats
         .commands
@@ -499,6 +569,10 @@ async fn round(
                     let (key, op) = &batches[si].scores[i];
                     stores[si].apply_score(key, op.half_life, points.max(0) as f64, now);
                 }
+            }
+            Reply::Line(si, li) => {
+                let b = &batches[si].lines[li];
+                stores[si].lines.apply(b, line_reply(value), now);
             }
             Reply::Tat(si, hi) => {
                 if let Some(us) = int(&value) {

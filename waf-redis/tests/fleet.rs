@@ -314,3 +314,177 @@ weights = { "404" = 2 }
     std::thread::sleep(Duration::from_millis(200));
     assert!(allowed(&a, user) && allowed(&b, user));
 }
+
+/// A waiting room of capacity 2 on two nodes (driven through `Store::line`, as the room
+/// drives it): five visitors arrive 60 ms apart, alternating nodes, and each asks on a
+/// different node every time. They are let in in arrival order, never more than two at
+/// once (counted in Redis itself), the positions they see are the fleet's, and while
+/// Redis is down nobody new gets in while those in stay in.
+#[test]
+fn a_waiting_room_is_one_line_for_the_fleet() {
+    use waf_core::policy::{LineOp, LineSpec, LineStatus, Store};
+    let mut redis = RedisServer::start();
+    let make = || {
+        let mut c = FleetConfig::new(vec![redis.url()]);
+        c.interval = Duration::from_millis(20);
+        Fleet::start(c).unwrap()
+    };
+    let (fa, fb) = (make(), make());
+    wait_connected(&[&fa, &fb]);
+    let stores: [Arc<FleetStore>; 2] = [fa.store("app"), fb.store("app")];
+    let spec = LineSpec {
+        capacity: 2,
+        interval: 0,
+        idle: 800_000_000,
+        claim: 3_000_000_000,
+    };
+    let room = b"wr-shop-";
+    let now = || {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    let port = redis.port;
+    let places = || -> u64 {
+        support::cli(port, &["ZCARD", "waf:{app/wr}:p:wr-shop-"])
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    let mut arrival = [0u64; 5];
+    let mut admitted: Vec<usize> = Vec::new();
+    let mut left: Vec<usize> = Vec::new();
+    let start = Instant::now();
+    let mut step = 0usize;
+    let mut max_places = 0;
+    let mut settled_positions = Vec::new();
+    while admitted.len() < 5 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "stuck: {admitted:?}"
+        );
+        step += 1;
+        let t = start.elapsed().as_millis() as usize;
+        for v in 0..5 {
+            if t < v * 60 || left.contains(&v) {
+                continue;
+            }
+            if arrival[v] == 0 {
+                arrival[v] = now();
+            }
+            let node = &stores[(v + step) % 2];
+            let id = [v as u8 + 1; 16];
+            if admitted.contains(&v) {
+                // In: the first in stays 300 ms, then leaves (and its place idles out).
+                let pos = admitted.iter().position(|&x| x == v).unwrap();
+                if left.len() == pos && t > 600 + 300 * pos {
+                    left.push(v);
+                    continue;
+                }
+                let s = node.line(room, &spec, &id, LineOp::Active { place: 0 }, now());
+                assert_eq!(
+                    s,
+                    LineStatus::Admitted { place: 0 },
+                    "visitor {v} lost its place"
+                );
+                continue;
+            }
+            match node.line(
+                room,
+                &spec,
+                &id,
+                LineOp::Wait {
+                    arrival: arrival[v],
+                },
+                now(),
+            ) {
+                LineStatus::Admitted { .. } => admitted.push(v),
+                LineStatus::Waiting {
+                    position,
+                    estimated: false,
+                } => settled_positions.push((v, admitted.len(), left.len(), position)),
+                _ => {}
+            }
+        }
+        max_places = max_places.max(places());
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    assert_eq!(admitted, [0, 1, 2, 3, 4], "not let in in arrival order");
+    assert!(max_places <= 2, "{max_places} places held at once");
+    // A waiting visitor's position is the number of visitors ahead of it in the fleet's
+    // line (ahead = arrived earlier and not yet called), give or take one round.
+    assert!(!settled_positions.is_empty());
+    for (v, _, _, position) in &settled_positions {
+        assert!(
+            (1..=3).contains(position) && *position as usize <= *v,
+            "{settled_positions:?}"
+        );
+    }
+
+    // Redis down: the two last visitors stay in, a new one waits even once places free.
+    redis.kill();
+    std::thread::sleep(Duration::from_millis(300));
+    let late = [9u8; 16];
+    for i in 0..40 {
+        let t = now();
+        let node = &stores[i % 2];
+        let s = node.line(room, &spec, &late, LineOp::Wait { arrival: t }, t);
+        assert!(
+            matches!(s, LineStatus::Waiting { .. }),
+            "let in while redis is down"
+        );
+        for v in [3u8, 4] {
+            let s = node.line(room, &spec, &[v + 1; 16], LineOp::Active { place: 0 }, t);
+            assert_eq!(s, LineStatus::Admitted { place: 0 });
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    // Back (empty): the visitors in get their places again, and the line moves.
+    redis.restart();
+    wait_connected(&[&fa, &fb]);
+    let t0 = Instant::now();
+    let mut i = 0;
+    loop {
+        i += 1;
+        let node = &stores[i % 2];
+        for v in [3u8, 4] {
+            if i > 40 {
+                break;
+            }
+            let s = node.line(
+                room,
+                &spec,
+                &[v + 1; 16],
+                LineOp::Active { place: 0 },
+                now(),
+            );
+            assert_eq!(
+                s,
+                LineStatus::Admitted { place: 0 },
+                "lost its place to the restart"
+            );
+        }
+        if i == 40 {
+            assert_eq!(
+                places(),
+                2,
+                "the places of those in, back after the restart"
+            );
+        }
+        if i > 40 {
+            // 4 and 5 leave; the late visitor is called.
+            let t = now();
+            if let LineStatus::Admitted { .. } =
+                node.line(room, &spec, &late, LineOp::Wait { arrival: t }, t)
+            {
+                break;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the line never moved again"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

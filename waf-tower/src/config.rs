@@ -33,6 +33,8 @@ pub(crate) struct Config {
     /// Trusted proxies, request id header, body limits and their over-limit actions.
     pub(crate) options: HostOptions,
     pub(crate) sink: Sink,
+    /// Sends the sign-in mails (`[gates.sign_in]`).
+    pub(crate) mailer: Option<std::sync::Arc<dyn waf_core::host::Mailer>>,
 }
 
 impl fmt::Debug for Config {

@@ -31,6 +31,7 @@ impl WafLayer {
                 waf,
                 options: HostOptions::default(),
                 sink: Arc::new(trace_report),
+                mailer: None,
             },
         }
     }
@@ -105,9 +106,10 @@ impl WafLayerBuilder {
     }
 
     /// Adds a native policy (rules with conditions, lists, rate limits, bans, IP
-    /// intelligence: [`waf_core::policy`]; not `[gates]`, which only waf-proxy serves so
-    /// far) to the layer's `Waf`; its errors name the rule,
-    /// line and column.
+    /// intelligence, and the gates: challenges, waiting rooms, sign-in:
+    /// [`waf_core::policy`]) to the layer's `Waf`; its errors name the rule, line and
+    /// column. The gates' endpoints (`/.waf/` by default) are answered by the middleware;
+    /// sign-in needs a [`mailer`](Self::mailer).
     pub fn policy(
         self,
         config: &waf_core::policy::PolicyConfig,
@@ -127,20 +129,34 @@ impl WafLayerBuilder {
         self.attach_policy(config, Some(store))
     }
 
+    /// Sends the sign-in mails (`[gates.sign_in]`): the application's own [`Mailer`], or
+    /// [`SmtpMailer`](crate::SmtpMailer) (feature `smtp`). Without one, a sign-in form
+    /// gets the "could not send" page.
+    ///
+    /// [`Mailer`]: waf_core::host::Mailer
+    pub fn mailer(mut self, mailer: Arc<dyn waf_core::host::Mailer>) -> Self {
+        self.config.mailer = Some(mailer);
+        self
+    }
+
     /// Compiles `config` into the `Waf`, with its state in `store` (a new in-memory one
-    /// when `None`); refuses `[gates]`, whose pages this host does not serve yet.
+    /// when `None`).
     fn attach_policy(
         mut self,
         config: &waf_core::policy::PolicyConfig,
         store: Option<Arc<dyn waf_core::policy::Store>>,
     ) -> Result<Self, waf_core::policy::PolicyError> {
-        waf_core::policy::check_gates_served(config, "waf-tower")?;
         self.config.waf = self.config.waf.with_policy(config, store)?;
         Ok(self)
     }
 
     /// The layer.
     pub fn build(self) -> WafLayer {
+        if self.config.waf.has_sign_in() && self.config.mailer.is_none() {
+            tracing::warn!(
+                "[gates.sign_in] without a mailer (WafLayerBuilder::mailer): no sign-in code can be sent"
+            );
+        }
         WafLayer {
             config: Arc::new(self.config),
         }

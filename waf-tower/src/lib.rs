@@ -45,6 +45,17 @@
 //! A blocked request never reaches the inner service. Detection-only mode
 //! (`SecRuleEngine DetectionOnly`) never blocks and reports `would_intervene`.
 //!
+//! # Gates
+//!
+//! With a policy that has `[gates]` (challenges, waiting rooms, email-code sign-in), the
+//! middleware serves them as waf-proxy does, with the same pages: a gate's intervention is
+//! answered with its page (or JSON for API clients, or a redirect), requests under the gate
+//! prefix (`/.waf/` by default) are answered by the core and never reach the inner service
+//! (their form body is read up to `waf_core::limits::DEFAULT_GATE_FORM_LEN`), and passed
+//! responses get the gates' cookies (admission, renewals). Sign-in codes are sent by the
+//! [`WafLayerBuilder::mailer`] (the application's own `waf_core::host::Mailer`, or
+//! `SmtpMailer` with the `smtp` feature), awaited before the code page is answered.
+//!
 //! # Untrusted input
 //!
 //! Nothing a client sends makes the middleware panic or return an error: a body that cannot
@@ -60,6 +71,7 @@
 //!   it, insert a [`PeerAddr`] extension.
 //! - `redis`: [`WafLayerBuilder::fleet_policy`], a policy whose rate limits and bans hold
 //!   for a fleet of servers through Redis ([`waf_redis`], re-exported).
+//! - `smtp`: `SmtpMailer`, a ready mailer for the sign-in codes (lettre on tokio).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -70,6 +82,8 @@ mod body;
 mod config;
 mod future;
 mod layer;
+#[cfg(feature = "smtp")]
+mod mail;
 mod service;
 
 pub use body::WafBody;
@@ -78,5 +92,7 @@ pub use config::{
 };
 pub use future::ResponseFuture;
 pub use layer::{WafLayer, WafLayerBuilder};
+#[cfg(feature = "smtp")]
+pub use mail::{SmtpMailer, SmtpSecurity, DEFAULT_SMTP_TIMEOUT};
 pub use service::{LocalAddr, PeerAddr, RequestId, WafService};
 pub use waf_core;

@@ -6,12 +6,15 @@ use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
+use http::header::{ACCEPT, CONTENT_LENGTH};
 use http::{HeaderMap, HeaderValue, Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 use tower_service::Service;
-use waf_core::host::{block_response, client_addr, request_id};
+use waf_core::host::{
+    after_mail, client_addr, gate_http_response, intervention_response, request_id,
+};
+use waf_core::limits::DEFAULT_GATE_FORM_LEN;
 use waf_core::{ConnectionInfo, DisruptiveAction, Intervention, Transaction, Verdict};
 
 use crate::body::WafBody;
@@ -113,6 +116,12 @@ where
         let mut finisher = Finisher::new(tx, Arc::clone(&config.sink));
         if let Verdict::Intervene(i) = verdict {
             return ResponseFuture::blocked(block(&config, finisher, &i, &id, accept.as_ref()));
+        }
+        // A gate endpoint (`/.waf/`): the core answers it, the application never sees it.
+        if config.waf.is_gate_path(parts.uri.path().as_bytes()) {
+            return ResponseFuture::inner(Box::pin(async move {
+                Ok(gate(&config, finisher, &parts, body, &conn, &id).await)
+            }));
         }
         // Native policy: request headers it sets or removes.
         finisher
@@ -232,6 +241,11 @@ where
         return Ok(block(&config, finisher, &i, &id, accept.as_ref()));
     }
     set_request_id(&config, &mut parts.headers, &id);
+    // Native policy: the gates' renewed and new cookies.
+    finisher
+        .tx()
+        .policy_effects()
+        .edit_response_headers(&mut parts.headers);
 
     if !finisher.tx().wants_response_body() {
         if let Verdict::Intervene(i) = finisher.tx().response_end() {
@@ -316,8 +330,9 @@ fn bad_request() -> Intervention {
     }
 }
 
-/// The answer to an intervention: a block page (or redirect) with the request id. Runs
-/// phase 5 and sends the report before returning.
+/// The answer to an intervention: the gate's page, or a block page (or redirect), with the
+/// request id ([`waf_core::host::intervention_response`]). Runs phase 5 and sends the
+/// report before returning.
 fn block<B>(
     config: &Config,
     mut finisher: Finisher,
@@ -328,25 +343,83 @@ fn block<B>(
     finisher.set_intervention(i.clone());
     let effects = finisher.tx().policy_effects().clone();
     drop(finisher);
-    let page = block_response(i, id, accept.map(HeaderValue::as_bytes));
-    let mut response = Response::new(WafBody::full(Bytes::from(page.body)));
-    *response.status_mut() = page.status;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(page.content_type));
-    // Native policy: Retry-After, and a rule's own page.
-    if let Some(own) = effects.edit_block_headers(headers) {
-        *response.body_mut() = WafBody::full(Bytes::copy_from_slice(own));
+    let answer = intervention_response(
+        &config.waf,
+        &effects,
+        i,
+        id,
+        accept.map(HeaderValue::as_bytes),
+    );
+    let (parts, body) = answer.into_parts();
+    let mut response = Response::from_parts(parts, WafBody::full(Bytes::from(body)));
+    set_request_id(config, response.headers_mut(), id);
+    response
+}
+
+/// A gate endpoint: reads the form body (at most [`DEFAULT_GATE_FORM_LEN`] bytes), lets the
+/// core answer, sends the sign-in mail first when there is one.
+async fn gate<B, ResBody>(
+    config: &Config,
+    finisher: Finisher,
+    parts: &http::request::Parts,
+    mut body: B,
+    conn: &ConnectionInfo,
+    id: &str,
+) -> Response<WafBody<ResBody>>
+where
+    B: Body + Unpin,
+{
+    let mut buf = BytesMut::new();
+    loop {
+        match body.frame().await {
+            None => break,
+            Some(Err(_)) => return block(config, finisher, &bad_request(), id, None),
+            Some(Ok(frame)) => {
+                if let Ok(mut d) = frame.into_data() {
+                    if buf.len() + d.remaining() > DEFAULT_GATE_FORM_LEN {
+                        let i = Intervention {
+                            status: 413,
+                            action: DisruptiveAction::Deny,
+                            rule_id: 0,
+                            message: Some("gate form too large".into()),
+                        };
+                        return block(config, finisher, &i, id, None);
+                    }
+                    let n = d.remaining();
+                    buf.extend_from_slice(&d.copy_to_bytes(n));
+                }
+            }
+        }
     }
-    let headers = response.headers_mut();
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Some(location) = page.location.and_then(|l| HeaderValue::try_from(l).ok()) {
-        headers.insert(LOCATION, location);
+    let headers = waf_core::host::request_headers(parts);
+    let head = waf_core::host::request_head(parts, &headers);
+    let Some(mut r) = config
+        .waf
+        .gate_request(conn, &head, &buf, SystemTime::now(), id)
+    else {
+        let i = Intervention {
+            status: 404,
+            action: DisruptiveAction::Deny,
+            rule_id: 0,
+            message: Some("no such gate endpoint".into()),
+        };
+        return block(config, finisher, &i, id, None);
+    };
+    drop(finisher);
+    if let Some(mail) = r.mail.clone() {
+        let sent = match &config.mailer {
+            Some(m) => m.send(mail).await,
+            None => Err("no mailer (WafLayerBuilder::mailer)".to_string()),
+        };
+        if let Err(e) = &sent {
+            // The error names the relay's answer, never the address or the code.
+            tracing::error!(error = %e, "sign-in mail not sent");
+        }
+        r = after_mail(r, &sent);
     }
-    if i.action == DisruptiveAction::Drop {
-        // A middleware cannot drop the connection; ask the server to close it.
-        headers.insert(CONNECTION, HeaderValue::from_static("close"));
-    }
-    set_request_id(config, headers, id);
+    let (parts, body) = gate_http_response(&r).into_parts();
+    let mut response = Response::from_parts(parts, WafBody::full(Bytes::from(body)));
+    set_request_id(config, response.headers_mut(), id);
     response
 }
 

@@ -7,11 +7,13 @@
 //! ```
 //!
 //! `VARIANT` is `off` (no model), `warm` (the default model, score cache warm) or `cold`
-//! (no cache); `REQUEST` a name of `waf_bench::requests()`.
+//! (no cache); `REQUEST` a name of `waf_bench::requests()`; an optional fourth argument is
+//! an `.onnx` file to run instead of the default model (to compare graph layouts). The
+//! detector's report of the last transaction (values, rows, skipped) goes to stderr.
 use std::process::ExitCode;
 
 use waf_core::ml::Model;
-use waf_core::Waf;
+use waf_core::{Report, RequestHead, Waf};
 
 const ENGINE: &str = "SecRuleEngine On\nSecRequestBodyAccess On\n\
     SecRule REQUEST_HEADERS:Content-Type \"@contains json\" \
@@ -20,14 +22,18 @@ const ENGINE: &str = "SecRuleEngine On\nSecRequestBodyAccess On\n\
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(variant), Some(name), Some(n)) = (args.get(1), args.get(2), args.get(3)) else {
-        eprintln!("usage: ml-profile off|warm|cold REQUEST N");
+        eprintln!("usage: ml-profile off|warm|cold REQUEST N [MODEL.onnx]");
         return ExitCode::from(2);
     };
     let Ok(n) = n.parse::<usize>() else {
         eprintln!("N must be a number");
         return ExitCode::from(2);
     };
-    let model = match Model::default_model() {
+    let model = match args.get(4) {
+        Some(path) => Model::from_file(path),
+        None => Model::default_model(),
+    };
+    let model = match model {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
@@ -61,5 +67,33 @@ fn main() -> ExitCode {
     for _ in 0..n {
         std::hint::black_box(waf_bench::run_ours(&waf, &conn, &req));
     }
+    if let Some(ml) = report(&waf, &conn, &req).ml {
+        eprintln!(
+            "score {} ({}), values {}, skipped {}, cached {}, rows {}, error {:?}",
+            ml.score, ml.var, ml.values, ml.skipped, ml.cached, ml.rows, ml.error
+        );
+    }
     ExitCode::SUCCESS
+}
+
+/// One more transaction of `req` (request phases only), for its report.
+fn report(waf: &Waf, conn: &waf_core::ConnectionInfo, req: &waf_bench::Request) -> Report {
+    let headers: Vec<(&[u8], &[u8])> = req
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+        .collect();
+    let mut tx = waf.transaction(conn, std::time::SystemTime::UNIX_EPOCH);
+    let head = RequestHead::new(
+        req.method.as_bytes(),
+        req.uri.as_bytes(),
+        b"HTTP/1.1",
+        &headers,
+    );
+    let _ = tx.request_headers(&head);
+    if tx.wants_request_body() && !req.body.is_empty() {
+        let _ = tx.request_body(&req.body);
+    }
+    let _ = tx.request_end();
+    tx.finish()
 }

@@ -21,10 +21,13 @@
 //!   self-contained, translatable and replaceable.
 //! - [`HostOptions`], [`OverLimit`] and [`over_limit`]: the options every adapter takes,
 //!   and the intervention a body over its limit gets.
+//! - [`intervention_response`], [`after_mail`] and [`Mailer`]: serving the gates'
+//!   endpoints and pages, and the sign-in mail (`gate`'s docs give the steps).
 
 pub(crate) mod block_page;
 mod client_addr;
 mod finisher;
+mod gate;
 mod head;
 mod options;
 pub mod pages;
@@ -33,6 +36,7 @@ mod request_id;
 pub use block_page::{block_response, BlockPage};
 pub use client_addr::{client_addr, InvalidCidr, TrustedProxies, MAX_FORWARDED_HOPS};
 pub use finisher::{Finisher, ReportSink};
+pub use gate::{after_mail, gate_http_response, intervention_response, Mailer};
 pub use head::{request_head, request_headers, response_head, response_headers};
 pub use options::{over_limit, HostOptions, OverLimit, DEFAULT_REQUEST_ID_HEADER};
 pub use pages::{PageError, PageFiles, PageKind, Pages};

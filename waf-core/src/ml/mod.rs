@@ -48,12 +48,12 @@
 //!
 //! # Performance
 //!
-//! tract's cost per run is a fixed ~22 k instructions plus ~70 per non-zero feature entry
-//! (its `Gather` copies element by element); feature extraction is linear in the bytes
-//! (~1 µs per 100). Measured (callgrind, engine with no rules, `benches/src/bin/ml-profile.rs`):
-//! the detector adds 7.6 k instructions to a simple GET whose values are cached, 158 k when
-//! none is; 247 k / 1,141 k to a 10 KB JSON body. With the machine loaded that is +0.2-1.2 µs
-//! (cached) and +23-35 µs (cold) per GET. Tables: `waf-core/models/REPORT-SPEED.md`.
+//! A model run costs tract ~20 k instructions fixed plus ~68 per feature entry (padding
+//! included); feature extraction ~100 instructions per byte of value; a value is ~1 entry
+//! per byte (framed 3-grams, [`features`]). Measured (callgrind, engine with no rules,
+//! `benches/src/bin/ml-profile.rs`), the detector adds to a simple GET 6.9 k instructions
+//! when its values are cached and 72.6 k when none is (cold); to a 10 KB JSON body 180 k /
+//! 513 k. Tables and the criterion figures: `waf-core/models/REPORT-SPEED.md`.
 
 pub mod features;
 #[cfg(feature = "ml")]

@@ -20,8 +20,15 @@
 //! Why not a dense `[N, DIM]` input and skl2onnx's `LinearClassifier`: tract evaluates that
 //! op at about 38 instructions per multiply-add (callgrind, 5 rows × 2048: 413 k
 //! instructions a run), so a GET with five scored values cost ~400 k instructions, and a
-//! 10 KB JSON body several million. Sparse, the cost is ~70 instructions per non-zero entry
-//! plus a fixed ~22 k per run.
+//! 10 KB JSON body several million. Sparse, the cost is ~68 instructions per entry
+//! (padding included; `Gather` ~45 of them, `Mul` ~15, `ReduceSum` ~8) plus a fixed ~20 k
+//! per run (callgrind, tract 0.23.9). Measured and dropped (`ml-profile` with a model file):
+//! `Reshape` + `GatherElements` + `Reshape` (+1 %: the two reshapes of symbolic shapes cost
+//! what `GatherElements` saves), `Einsum("nk,nk->n")` (2.5 times the instructions), a
+//! batched `MatMul` of `[N,1,K]` by `[N,K,1]` (2.6 times).
+//!
+//! Per run the plan's state (tract's `SimpleState`) comes from a pool instead of being
+//! built and dropped, and the inputs are one allocation and a `memcpy` each.
 //!
 //! # Checks at load
 //!
@@ -33,7 +40,7 @@
 //!
 //! # The score cache
 //!
-//! tract's fixed cost per run (~22 k instructions, several µs) is more than the whole
+//! tract's fixed cost per run (~20 k instructions, a few µs) is a large part of the
 //! budget of a simple GET, and most values that are not trivial repeat from request to
 //! request: `User-Agent`, `Accept`, `Accept-Language`, common paths. A `Model` keeps the
 //! scores of short values ([`DEFAULT_ML_CACHE_VALUE_LEN`] bytes at most) in a bounded,
@@ -82,9 +89,14 @@ impl MlError {
 pub struct Model {
     plan: Arc<TypedRunnableModel>,
     cache: Option<Arc<ScoreCache>>,
-    /// Feature scratch (a 64 KiB count table each) handed from request to request, so a
-    /// request does not allocate and zero one; at most [`SCRATCH_POOL`] kept.
-    scratch: Arc<Mutex<Vec<super::features::Scratch>>>,
+    /// A request's scoring buffers (the feature scratch with its 32 KiB count table, the
+    /// batch of entries, rows, scores) handed from request to request, so a request
+    /// neither allocates nor grows them; at most [`SCRATCH_POOL`] kept.
+    scratch: Arc<Mutex<Vec<super::values::Batch>>>,
+    /// tract run states handed from run to run (at most [`SCRATCH_POOL`] kept): a state
+    /// holds a slot per node and the ops' states, which `plan.run` would build and drop
+    /// every time.
+    states: Arc<Mutex<Vec<TypedSimpleState>>>,
     name: Arc<str>,
 }
 
@@ -185,6 +197,7 @@ impl Model {
             plan,
             cache: Some(Arc::new(ScoreCache::new())),
             scratch: Arc::default(),
+            states: Arc::default(),
             name: Arc::from(name),
         };
         // A probe: two rows, the second using the last index; the output must be [2].
@@ -213,8 +226,8 @@ impl Model {
         &self.name
     }
 
-    /// A feature scratch from the pool (or a new one).
-    pub(crate) fn take_scratch(&self) -> super::features::Scratch {
+    /// Scoring buffers from the pool (or new ones).
+    pub(crate) fn take_batch(&self) -> super::values::Batch {
         self.scratch
             .lock()
             .ok()
@@ -222,8 +235,8 @@ impl Model {
             .unwrap_or_default()
     }
 
-    /// Gives a scratch back to the pool.
-    pub(crate) fn put_scratch(&self, scratch: super::features::Scratch) {
+    /// Gives scoring buffers back to the pool.
+    pub(crate) fn put_batch(&self, scratch: super::values::Batch) {
         if let Ok(mut p) = self.scratch.lock() {
             if p.len() < SCRATCH_POOL {
                 p.push(scratch);
@@ -273,29 +286,45 @@ impl Model {
         scores: &mut Vec<f32>,
     ) -> Result<(), String> {
         let start = scores.len();
+        let e = |e: TractError| format!("{e:#}");
+        // `from_shape` is one allocation and a memcpy (`Tensor::zero` fills element by
+        // element).
         let (i, v) = if k == 0 {
             // No entry at all (only the empty window has none): tract's ReduceSum divides
             // by the axis length, so give it one zero entry per row.
             (
-                Tensor::zero::<i64>(&[rows, 1]),
-                Tensor::zero::<f32>(&[rows, 1]),
+                Tensor::from_shape(&[rows, 1], &vec![0i64; rows]).map_err(e)?,
+                Tensor::from_shape(&[rows, 1], &vec![0f32; rows]).map_err(e)?,
             )
         } else {
             (
-                Tensor::from_shape(&[rows, k], indices),
-                Tensor::from_shape(&[rows, k], values),
+                Tensor::from_shape(&[rows, k], indices).map_err(e)?,
+                Tensor::from_shape(&[rows, k], values).map_err(e)?,
             )
         };
-        let i = i.map_err(|e| e.to_string())?;
-        let v = v.map_err(|e| e.to_string())?;
         // tract panics on some bad inputs (an index past a Gather's table) instead of
         // returning an error; features never make such an index for a model that passed
         // the load probe, and this keeps a panic out of the host either way.
+        let pooled = self.states.lock().ok().and_then(|mut p| p.pop());
+        let mut state = match pooled {
+            Some(s) => s,
+            None => self.plan.spawn().map_err(e)?,
+        };
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.plan.run(tvec!(i.into(), v.into()))
+            state.run(tvec!(i.into(), v.into()))
         }));
         let outputs = match run {
-            Ok(r) => r.map_err(|e| format!("{e:#}"))?,
+            Ok(r) => {
+                let outputs = r.map_err(e)?;
+                // A run that succeeded has reset the state for the next turn (an error or
+                // a panic may leave symbols resolved: that state is dropped).
+                if let Ok(mut p) = self.states.lock() {
+                    if p.len() < SCRATCH_POOL {
+                        p.push(state);
+                    }
+                }
+                outputs
+            }
             Err(_) => return Err("the model panicked in tract".into()),
         };
         let out = outputs

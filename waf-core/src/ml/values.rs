@@ -84,32 +84,60 @@ pub(crate) fn each_value<'a>(data: &'a TxData, mut f: impl FnMut(ValueRef, &'a [
 /// A window waiting for the model: which value it belongs to, and where its sparse
 /// features are in [`Batch::indices`] / [`Batch::values`].
 struct Row {
-    value: usize,
-    start: usize,
-    end: usize,
+    value: u32,
+    start: u32,
+    len: u32,
 }
 
-/// Padding entries worth one more model run: tract's fixed cost per run (~22 k
-/// instructions) over its cost per entry (~70), callgrind.
-const PAD_PER_RUN: usize = 300;
+/// Padding entries worth one more model run. Measured (callgrind, `ml-profile`, this
+/// model): a run costs ~20 k instructions fixed plus ~68 per entry, padding included, so
+/// the break-even is ~300 entries; 160 was best on the bench's 10 KB JSON (1,751 k
+/// instructions a transaction against 1,771 k at 300 and 2,493 k as one run) and costs a
+/// simple GET 1.5 % against one run (137 k against 135 k).
+const PAD_PER_RUN: usize = 160;
 
-/// Scratch for one request's scoring.
+/// Entries a pooled [`Batch`] keeps room for (a request with more gives the rest back):
+/// 8,192 entries are 96 KiB, so the pool holds at most ~6 MiB with its count tables.
+const KEEP_ENTRIES: usize = 8192;
+
+/// One request's scoring buffers, pooled by the [`Model`] (no allocation per request
+/// once warm).
 #[derive(Default)]
-struct Batch {
+pub(crate) struct Batch {
+    scratch: Scratch,
     indices: Vec<i64>,
     values: Vec<f32>,
+    rows: Vec<Row>,
     padded_indices: Vec<i64>,
     padded_values: Vec<f32>,
     scores: Vec<f32>,
 }
 
+impl Batch {
+    /// Empties the buffers for the next request, keeping at most [`KEEP_ENTRIES`] of room.
+    pub(crate) fn recycle(&mut self) {
+        self.indices.clear();
+        self.values.clear();
+        self.rows.clear();
+        self.padded_indices.clear();
+        self.padded_values.clear();
+        self.scores.clear();
+        self.indices.shrink_to(KEEP_ENTRIES);
+        self.values.shrink_to(KEEP_ENTRIES);
+        self.padded_indices.shrink_to(KEEP_ENTRIES);
+        self.padded_values.shrink_to(KEEP_ENTRIES);
+        self.rows.shrink_to(KEEP_ENTRIES / 8);
+    }
+}
+
 /// Scores the request: every non-trivial value that is not cached, window by window, in
-/// one model run (or more when [`DEFAULT_ML_BATCH_ENTRIES`] says so).
+/// one model run (or more when [`DEFAULT_ML_BATCH_ENTRIES`] or padding says so).
 pub(crate) fn score(model: &Model, data: &TxData) -> MlScore {
     // (where, bytes, score so far, whether the model must run for it)
     let mut values: Vec<(ValueRef, &[u8], f32, bool)> = Vec::new();
     let mut skipped = 0usize;
     let mut cached = 0usize;
+    let mut to_run = 0usize;
     each_value(data, |r, v| {
         if features::is_trivial(v) {
             skipped += 1;
@@ -117,87 +145,87 @@ pub(crate) fn score(model: &Model, data: &TxData) -> MlScore {
             cached += 1;
             values.push((r, v, s, false));
         } else {
+            to_run += 1;
             values.push((r, v, 0.0, true));
         }
     });
-    let mut rows: Vec<Row> = Vec::new();
-    let mut batch = Batch::default();
-    let mut scratch = model.take_scratch();
-    let (mut wi, mut wv) = (Vec::new(), Vec::new());
-    for (n, (_, v, _, run)) in values.iter().enumerate() {
-        if !run {
-            continue;
-        }
-        for w in features::windows(v, DEFAULT_ML_WINDOW) {
-            features::extract(w, &mut scratch, &mut wi, &mut wv);
-            let start = batch.indices.len();
-            batch.indices.extend_from_slice(&wi);
-            batch.values.extend_from_slice(&wv);
-            rows.push(Row {
-                value: n,
-                start,
-                end: batch.indices.len(),
-            });
-        }
-    }
     let mut error = None;
-    // Shortest rows first: a batch is padded to its longest row, so rows of similar length
-    // go together, and a new run starts when padding the rest to the next row would cost
-    // more than a run does (PAD_PER_RUN entries). A 10 KB JSON body (600 rows of ~40
-    // entries, plus a few headers of ~150) is then two runs instead of one padded 4 times
-    // over (callgrind, benches/src/bin/ml-profile.rs). An ordinary GET stays one run.
-    rows.sort_by_key(|r| r.end - r.start);
-    let mut first = 0;
-    while first < rows.len() {
-        // As many rows as fit DEFAULT_ML_BATCH_ENTRIES once padded to the longest.
-        let mut k = 0;
-        let mut sum = 0;
-        let mut last = first;
-        while last < rows.len() {
-            let len = rows[last].end - rows[last].start;
-            let n = last - first;
-            // Sorted: len >= k.
-            if n > 0
-                && ((n + 1) * len > DEFAULT_ML_BATCH_ENTRIES
-                    || (n + 1) * len - (sum + len) > PAD_PER_RUN + n * k - sum)
-            {
-                break;
+    let mut nrows = 0;
+    if to_run > 0 {
+        let mut batch = model.take_batch();
+        let b = &mut batch;
+        for (n, (_, v, _, run)) in values.iter().enumerate() {
+            if !run {
+                continue;
             }
-            k = len;
-            sum += len;
-            last += 1;
+            for w in features::windows(v, DEFAULT_ML_WINDOW) {
+                let start = b.indices.len();
+                features::extract_append(w, &mut b.scratch, &mut b.indices, &mut b.values);
+                // Bounded by the request's limits (values, body size), far below u32::MAX.
+                b.rows.push(Row {
+                    value: n as u32,
+                    start: start as u32,
+                    len: (b.indices.len() - start) as u32,
+                });
+            }
         }
-        let chunk = &rows[first..last];
-        batch.padded_indices.clear();
-        batch.padded_values.clear();
-        for r in chunk {
-            batch
-                .padded_indices
-                .extend_from_slice(&batch.indices[r.start..r.end]);
-            batch
-                .padded_values
-                .extend_from_slice(&batch.values[r.start..r.end]);
-            let pad = k - (r.end - r.start);
-            batch.padded_indices.extend(std::iter::repeat_n(0, pad));
-            batch.padded_values.extend(std::iter::repeat_n(0.0, pad));
+        nrows = b.rows.len();
+        // Shortest rows first: a batch is padded to its longest row, so rows of similar
+        // length go together, and a new run starts when padding the rest to the next row
+        // would cost more than a run does (PAD_PER_RUN entries). A 10 KB JSON body (~85
+        // rows of ~40 entries, plus a few headers of ~150) is then two runs instead of one
+        // padded 4 times over (callgrind, benches/src/bin/ml-profile.rs).
+        b.rows.sort_unstable_by_key(|r| r.len);
+        let mut first = 0;
+        while first < b.rows.len() {
+            // As many rows as fit DEFAULT_ML_BATCH_ENTRIES once padded to the longest.
+            let mut k = 0;
+            let mut sum = 0;
+            let mut last = first;
+            while last < b.rows.len() {
+                let len = b.rows[last].len as usize;
+                let n = last - first;
+                // Sorted: len >= k.
+                if n > 0
+                    && ((n + 1) * len > DEFAULT_ML_BATCH_ENTRIES
+                        || (n + 1) * len - (sum + len) > PAD_PER_RUN + n * k - sum)
+                {
+                    break;
+                }
+                k = len;
+                sum += len;
+                last += 1;
+            }
+            let chunk = &b.rows[first..last];
+            // Padding is (0, 0.0): a memset, then each row copied once.
+            b.padded_indices.clear();
+            b.padded_indices.resize(chunk.len() * k, 0);
+            b.padded_values.clear();
+            b.padded_values.resize(chunk.len() * k, 0.0);
+            for (n, r) in chunk.iter().enumerate() {
+                let (s, l) = (r.start as usize, r.len as usize);
+                b.padded_indices[n * k..n * k + l].copy_from_slice(&b.indices[s..s + l]);
+                b.padded_values[n * k..n * k + l].copy_from_slice(&b.values[s..s + l]);
+            }
+            b.scores.clear();
+            if let Err(e) = model.run(
+                &b.padded_indices,
+                &b.padded_values,
+                chunk.len(),
+                k,
+                &mut b.scores,
+            ) {
+                error = Some(e);
+            }
+            for (r, &s) in chunk.iter().zip(&b.scores) {
+                let slot = &mut values[r.value as usize].2;
+                *slot = slot.max(s);
+            }
+            first = last;
         }
-        batch.scores.clear();
-        if let Err(e) = model.run(
-            &batch.padded_indices,
-            &batch.padded_values,
-            chunk.len(),
-            k,
-            &mut batch.scores,
-        ) {
-            error = Some(e);
-        }
-        for (r, &s) in chunk.iter().zip(&batch.scores) {
-            let slot = &mut values[r.value].2;
-            *slot = slot.max(s);
-        }
-        first = last;
+        batch.recycle();
+        model.put_batch(batch);
     }
-    model.put_scratch(scratch);
     let mut best: Option<(f32, ValueRef)> = None;
     for &(r, v, s, run) in &values {
         if run && error.is_none() {
@@ -217,7 +245,7 @@ pub(crate) fn score(model: &Model, data: &TxData) -> MlScore {
         values: values.len(),
         skipped,
         cached,
-        rows: rows.len(),
+        rows: nrows,
         error,
     }
 }

@@ -82,7 +82,9 @@ pub use rate_limit::RateLimitConfig;
 pub use reputation::ReputationConfig;
 pub use rules::{AllowSkip, RuleAction, RuleConfig, RuleIdSpec};
 pub use scoring::ScoringConfig;
-pub use state::{Cell, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS};
+pub use state::{
+    Cell, LineOp, LineSpec, LineStatus, MemoryStore, Store, ValueKind, SCORE_POINTS_BITS, SHARDS,
+};
 
 use expr::fields::{Context, FieldRef};
 use rate_limit::{Check, RateLimit};
@@ -403,6 +405,11 @@ impl Policy {
     /// Whether `path` is under the gate endpoints' prefix.
     pub(crate) fn is_gate_path(&self, path: &[u8]) -> bool {
         self.gates.as_ref().is_some_and(|g| g.is_gate_path(path))
+    }
+
+    /// Whether the policy has email-code sign-in (so its host needs a mailer).
+    pub(crate) fn has_sign_in(&self) -> bool {
+        self.gates.as_ref().is_some_and(|g| g.sign_in.is_some())
     }
 
     /// The pages of this policy (the built-in ones without `[gates]`).
@@ -1148,16 +1155,17 @@ fn deny(status: u16, rule_id: u64, message: String) -> Intervention {
 mod tests;
 
 /// Refuses a policy with `[gates]` (challenges, waiting rooms, sign-in) for a host that does
-/// not serve their pages and endpoints yet (`host` names it in the message): there a gate
-/// would answer with a bare status, so the policy fails to load instead. waf-proxy serves
-/// them; the embedded hosts call this before [`crate::Waf::with_policy`].
+/// not serve their pages and endpoints (`host` names it in the message): there a gate
+/// would answer with a bare status, so the policy fails to load instead. waf-proxy,
+/// waf-tower, waf-actix and the nginx module serve them; the C ABI calls this unless its
+/// host said it serves them (`waf_builder_serve_gates`).
 pub fn check_gates_served(config: &PolicyConfig, host: &str) -> Result<(), PolicyError> {
     if config.gates.is_some() {
         return Err(PolicyError::new(
             PolicyErrorKind::Invalid,
             format!(
-                "[gates]: challenges, waiting rooms and sign-in are served by waf-proxy; \
-                 {host} does not serve their pages and /.waf/ endpoints yet"
+                "[gates]: {host} does not serve the pages and /.waf/ endpoints of challenges, \
+                 waiting rooms and sign-in (a C host opts in with waf_builder_serve_gates)"
             ),
         ));
     }

@@ -63,6 +63,82 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn declare(&self, prefix: &[u8], kind: ValueKind) {
         let _ = (prefix, kind);
     }
+
+    /// One step of a waiting room's line (`room` is the room's key prefix): a visitor in
+    /// line (or new) asks whether it is its turn ([`LineOp::Wait`]), an admitted visitor
+    /// keeps its place warm ([`LineOp::Active`]). Visitors are let in strictly in arrival
+    /// order, at most `spec.capacity` at a time and `spec.interval` apart.
+    ///
+    /// The provided body keeps the line in this store's cells through [`Store::update`]
+    /// (a ticket counter, a head and one cell per place; `policy::gate::queue` explains
+    /// it), which is atomic on one node. A store shared by a fleet overrides it so that
+    /// every node sees one line: `waf-redis` answers from a local mirror and lets Redis
+    /// call the visitors in one atomic script per round, so a request never waits on the
+    /// network.
+    fn line(
+        &self,
+        room: &[u8],
+        spec: &LineSpec,
+        visitor: &[u8; 16],
+        op: LineOp,
+        now: u64,
+    ) -> LineStatus {
+        crate::policy::gate::queue::local_line(self, room, spec, visitor, op, now)
+    }
+}
+
+/// A waiting room's rules, as a [`Store::line`] needs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineSpec {
+    /// Visitors in at most.
+    pub capacity: u32,
+    /// Nanoseconds between two calls (0: no rate limit).
+    pub interval: u64,
+    /// Nanoseconds after its last request that an admitted visitor's place is freed.
+    pub idle: u64,
+    /// Nanoseconds a called visitor has to come back for its place.
+    pub claim: u64,
+}
+
+/// What a visitor asks of a waiting room's line ([`Store::line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LineOp {
+    /// In line, or new (joins at the back): is it my turn?
+    Wait {
+        /// When the visitor first asked (nanoseconds since the epoch, from its signed
+        /// ticket): a fleet orders the visitors of every node by it.
+        arrival: u64,
+    },
+    /// Admitted: this request keeps the place (its idle time starts again).
+    Active {
+        /// What [`LineStatus::Admitted`] said when the visitor was let in (kept in its
+        /// signed admission cookie).
+        place: u64,
+    },
+}
+
+/// A line's answer ([`Store::line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LineStatus {
+    /// In: let the request through.
+    Admitted {
+        /// Where the store keeps the visitor, to give back with [`LineOp::Active`] (the
+        /// in-memory store: the ticket and the place's index, so that an admitted request
+        /// costs one update; a fleet store ignores it).
+        place: u64,
+    },
+    /// Waiting at this position (1 = next).
+    Waiting {
+        /// The position (1 = next).
+        position: u64,
+        /// A fleet store has not yet heard from Redis about this visitor (new here):
+        /// `position` is its best guess, and the page asks again after a second.
+        estimated: bool,
+    },
+    /// An [`LineOp::Active`] visitor whose place is gone (idle too long): back in line.
+    Gone,
 }
 
 /// What a protection keeps in a [`Cell`], as told to [`Store::declare`].

@@ -1,5 +1,6 @@
 /* Exercises the whole C API of waf-ffi. Built and run by tests/capi.rs (plain and under
  * valgrind). Exits 0 when every check passes; prints the failed check otherwise. */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,139 @@ static void test_outlive(void) {
     waf_tx_free(tx);
 }
 
+/* ---- the gates (waf_answer) ---- */
+
+static waf_status get_with(waf_tx *tx, const char *uri, const char *cookie, waf_intervention *iv) {
+    waf_header h[] = {
+        {S("Host"), S("example.com")},
+        {S("User-Agent"), S("c-test")},
+        {S("Accept"), S("text/html")},
+        {S("Cookie"), (const uint8_t *)cookie, strlen(cookie)},
+    };
+    return waf_tx_request_headers(tx, S("GET"), (const uint8_t *)uri, strlen(uri), S("HTTP/1.1"),
+                                  h, cookie[0] ? 4 : 3, iv);
+}
+
+/* The value of header `name` in `a` (NUL-terminated copy in `buf`), or NULL. */
+static const char *answer_header(const waf_answer *a, const char *name, char *buf, size_t cap) {
+    for (size_t i = 0; i < waf_answer_header_count(a); i++) {
+        waf_header h;
+        CHECK(waf_answer_header(a, i, &h) == WAF_STATUS_OK);
+        if (h.name_len == strlen(name) && memcmp(h.name, name, h.name_len) == 0 &&
+            h.value_len < cap) {
+            memcpy(buf, h.value, h.value_len);
+            buf[h.value_len] = 0;
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+static const char GATES[] =
+    "[gates]\n"
+    "keys = [\"a C test key of at least thirty-two bytes\"]\n"
+    "[[gates.waiting_room]]\n"
+    "name = \"room\"\n"
+    "match = 'http.request.uri.path == \"/shop\"'\n"
+    "capacity = 1\n"
+    "[[rules]]\n"
+    "name = \"p\"\n"
+    "expression = 'http.request.uri.path == \"/protected\"'\n"
+    "action = \"challenge\"\n"
+    "challenge = \"cookie\"\n";
+
+static void test_gates(void) {
+    char path[] = "/tmp/waf-gates-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(GATES, f);
+    fclose(f);
+
+    /* A host that does not say it serves the gates is refused such a policy. */
+    waf_builder *b = waf_builder_new();
+    CHECK(waf_builder_policy_file(b, path) == WAF_STATUS_RULES_ERROR);
+    CHECK(strstr(waf_last_error(), "[gates]") != NULL);
+    waf_builder_free(b);
+
+    b = waf_builder_new();
+    CHECK(waf_builder_serve_gates(b, true) == WAF_STATUS_OK);
+    CHECK(waf_builder_policy_file(b, path) == WAF_STATUS_OK);
+    waf_engine *e = NULL;
+    CHECK(waf_builder_build(b, &e) == WAF_STATUS_OK);
+    remove(path);
+    if (e == NULL) return;
+    CHECK(waf_engine_is_gate_path(e, S("/.waf/cookie")));
+    CHECK(!waf_engine_is_gate_path(e, S("/protected")));
+    CHECK(!waf_engine_is_gate_path(NULL, S("/.waf/cookie")));
+
+    /* A cookie challenge: 302 to the cookie check, with the pass cookie. */
+    waf_intervention iv;
+    waf_tx *tx = NULL;
+    CHECK(waf_tx_new(e, "192.0.2.1", 1, "127.0.0.1", 80, 1700000000000ULL, NULL, NULL, &tx) ==
+          WAF_STATUS_OK);
+    CHECK(get_with(tx, "/protected", "", &iv) == WAF_STATUS_INTERVENE);
+    waf_answer *a = NULL;
+    CHECK(waf_tx_answer(tx, iv.status, S("text/html"), &a) == WAF_STATUS_OK);
+    CHECK(waf_answer_status(a) == 302);
+    char loc[512], setc[512], cookie[600];
+    CHECK(answer_header(a, "location", loc, sizeof loc) != NULL);
+    CHECK(strncmp(loc, "/.waf/cookie?", 13) == 0);
+    CHECK(answer_header(a, "set-cookie", setc, sizeof setc) != NULL);
+    CHECK(strncmp(setc, "__waf_pass=", 11) == 0);
+    *strchr(setc, ';') = 0;
+    snprintf(cookie, sizeof cookie, "%s", setc);
+    const char *to, *subject, *body;
+    CHECK(!waf_answer_mail(a, &to, &subject, &body));
+    CHECK(waf_answer_mail_failed(a) == NULL); /* consumes a */
+    waf_tx_free(tx);
+
+    /* The cookie check is a gate endpoint: answered by the library, back to the page. */
+    CHECK(waf_tx_new(e, "192.0.2.1", 1, "127.0.0.1", 80, 1700000000000ULL, NULL, NULL, &tx) ==
+          WAF_STATUS_OK);
+    CHECK(get_with(tx, loc, cookie, &iv) == WAF_STATUS_OK);
+    waf_header h[] = {{S("Host"), S("example.com")},
+                      {S("User-Agent"), S("c-test")},
+                      {S("Cookie"), (const uint8_t *)cookie, strlen(cookie)}};
+    CHECK(waf_tx_gate_request(tx, S("GET"), (const uint8_t *)loc, strlen(loc), S("HTTP/1.1"), h, 3,
+                              NULL, 0, &a) == WAF_STATUS_OK);
+    CHECK(a != NULL);
+    CHECK(waf_answer_status(a) == 303);
+    CHECK(answer_header(a, "location", setc, sizeof setc) && strcmp(setc, "/protected") == 0);
+    size_t n = 0;
+    CHECK(waf_answer_body(a, &n) != NULL || n == 0);
+    waf_answer_free(a);
+    waf_tx_free(tx);
+
+    /* The pass is accepted. */
+    CHECK(waf_tx_new(e, "192.0.2.1", 1, "127.0.0.1", 80, 1700000000000ULL, NULL, NULL, &tx) ==
+          WAF_STATUS_OK);
+    CHECK(get_with(tx, "/protected", cookie, &iv) == WAF_STATUS_OK);
+    waf_tx_free(tx);
+
+    /* Waiting room of one: the first is in (with its admission cookie), the second waits. */
+    CHECK(waf_tx_new(e, "192.0.2.1", 1, "127.0.0.1", 80, 1700000000000ULL, NULL, NULL, &tx) ==
+          WAF_STATUS_OK);
+    CHECK(get_with(tx, "/shop", "", &iv) == WAF_STATUS_OK);
+    CHECK(waf_tx_set_cookie_count(tx) == 1);
+    const uint8_t *c = waf_tx_set_cookie(tx, 0, &n);
+    CHECK(c != NULL && n > 12 && memcmp(c, "__waf_admit=", 12) == 0);
+    CHECK(waf_tx_set_cookie(tx, 1, &n) == NULL);
+    waf_tx_free(tx);
+    CHECK(waf_tx_new(e, "192.0.2.2", 1, "127.0.0.1", 80, 1700000000000ULL, NULL, NULL, &tx) ==
+          WAF_STATUS_OK);
+    CHECK(get_with(tx, "/shop", "", &iv) == WAF_STATUS_INTERVENE);
+    CHECK(waf_tx_answer(tx, iv.status, NULL, 0, &a) == WAF_STATUS_OK);
+    CHECK(waf_answer_status(a) == 503);
+    const uint8_t *page = waf_answer_body(a, &n);
+    CHECK(page != NULL && n > 0);
+    CHECK(answer_header(a, "retry-after", setc, sizeof setc) != NULL);
+    waf_answer_free(a);
+    waf_answer_free(NULL);
+    waf_tx_free(tx);
+    waf_engine_free(e);
+}
+
 int main(void) {
     CHECK(strlen(waf_version()) > 0);
     CHECK(waf_last_error() == NULL);
@@ -265,6 +399,7 @@ int main(void) {
         waf_engine_free(e);
     }
     test_outlive();
+    test_gates();
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);
         return 1;

@@ -94,6 +94,28 @@ action = "block"
     b.go(&proxy.url("/app/other")).await;
     assert!(b.text().await.contains("ok GET /app/other 0"));
 
+    // Plain HTTP on a name that is not localhost: no WebCrypto, so the page's own
+    // SHA-256 solves it.
+    let insecure = driver.browser_resolving("waf.test").await;
+    let url = proxy.url("/app/js").replace("127.0.0.1", "waf.test");
+    let started = Instant::now();
+    insecure.go(&url).await;
+    let t = insecure.wait_text("ok GET /app/js 0", 60).await;
+    assert_eq!(
+        insecure
+            .eval("return typeof (window.crypto && window.crypto.subtle)")
+            .await,
+        serde_json::json!("undefined"),
+        "the origin was secure after all: {t}"
+    );
+    let names = insecure.cookie_names().await;
+    assert!(names.iter().any(|n| n == "__waf_pass"), "{names:?}");
+    eprintln!(
+        "difficulty 12 solved without WebCrypto in {:?}",
+        started.elapsed()
+    );
+    insecure.quit().await;
+
     // A client without the cookie (a plain HTTP client) is still challenged, with JSON.
     let r = reqwest::get(proxy.url("/app/page")).await.unwrap();
     assert_eq!(r.status(), 403);

@@ -66,10 +66,22 @@ impl Driver {
     /// A new headless browser with its own profile (cookies), a phone-sized window and
     /// `user_agent` when given.
     pub async fn browser(&self, user_agent: Option<&str>) -> Browser {
-        self.browser_with(user_agent, "normal").await
+        self.browser_with(user_agent, "normal", &[]).await
     }
 
-    async fn browser_with(&self, user_agent: Option<&str>, strategy: &str) -> Browser {
+    /// A browser that resolves `name` to 127.0.0.1, so that a page served to
+    /// `http://name:port/` comes from an insecure origin (no `crypto.subtle`).
+    pub async fn browser_resolving(&self, name: &str) -> Browser {
+        let rule = format!("--host-resolver-rules=MAP {name} 127.0.0.1");
+        self.browser_with(None, "normal", &[rule.as_str()]).await
+    }
+
+    async fn browser_with(
+        &self,
+        user_agent: Option<&str>,
+        strategy: &str,
+        extra: &[&str],
+    ) -> Browser {
         let mut args = vec![
             "--headless=new".to_string(),
             "--no-sandbox".into(),
@@ -82,6 +94,7 @@ impl Driver {
         if let Some(ua) = user_agent {
             args.push(format!("--user-agent={ua}"));
         }
+        args.extend(extra.iter().map(|a| a.to_string()));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "pageLoadStrategy": strategy,

@@ -5,6 +5,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+
 use crate::util::*;
 
 #[tokio::test]
@@ -28,7 +32,14 @@ async fn the_score_is_logged_exported_and_readable_by_rules() {
         .replace("[log]", "[admin]\nlisten = \"127.0.0.1:0\"\n[log]");
     let proxy = Proxy::start(&dir, &cfg);
     let c = client();
-    assert_eq!(get(&c, &proxy.url("/shop?q=red+shoes")).await.status, 200);
+    // A named Host (trivial, not scored), as a deployment has: the harness's `127.0.0.1:PORT`
+    // is outside the training corpus (named hosts) and scores ~0.59 with the default model
+    // (below both thresholds; waf-core/models/REPORT.md), which would be the request's score.
+    let benign = Request::get(proxy.url("/shop?q=red+shoes"))
+        .header("host", "shop.example.com")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(send(&c, benign).await.status, 200);
     let xss = "/shop?q=%3Cscript%3Ealert(document.cookie)%3C%2Fscript%3E";
     assert_eq!(get(&c, &proxy.url(xss)).await.status, 403);
 

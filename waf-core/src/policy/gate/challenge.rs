@@ -15,11 +15,18 @@
 //!   keeps cookies passes), or shows the "cookies required" page when it did not.
 //! - **Proof of work**: the page carries a signed challenge (difficulty, nonce, return
 //!   path, expiry; bound to the client). Its script finds a number `n` such that
-//!   `SHA-256(challenge ":" n)` starts with `difficulty` zero bits, with WebCrypto, and
-//!   posts it to `/.waf/challenge` with the form token. The expected work is
-//!   `2^difficulty` hashes; checking it is one hash.
+//!   `SHA-256(challenge ":" n)` starts with `difficulty` zero bits, with WebCrypto (or,
+//!   where `crypto.subtle` is missing, plain HTTP on a name other than `localhost`, with a
+//!   SHA-256 of its own, checked against a known digest first), and posts it to
+//!   `/.waf/challenge` with the form token. The expected work is `2^difficulty` hashes;
+//!   checking it is one hash.
 //! - **API clients** (JSON preferred, or no HTML in `Accept`) get
 //!   `{"status":403,"error":"challenge_required","challenge":"pow",...}` instead of a page.
+//!
+//! A challenged `POST` (or any method but `GET`) loses its body: both challenges end with
+//! a redirect the browser follows with `GET` to the same path, and the visitor submits the
+//! form again with the pass. So challenges belong on the pages that lead to a form rather
+//! than on its target (the README says so too).
 //!
 //! A solved challenge sets `__waf_pass`, a [`Purpose::Pass`] token holding the kind and
 //! difficulty solved, for `pass_ttl_secs`. A rule's challenge is met by a pass of the same

@@ -1,0 +1,359 @@
+//! The gates (challenges, waiting room, email-code sign-in) served by waf-actix in front of
+//! a real actix-web server on 127.0.0.1, with a real HTTP client, and for sign-in a real SMTP
+//! server (Python's `aiosmtpd`, started here) that the code is read from.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+use waf_actix::{SmtpMailer, SmtpSecurity};
+
+const KEYS: &str = "[gates]\nkeys = [\"an actix test key of at least 32 bytes\"]\n";
+
+/// Starts the app (`/`, `/protected`, `/shop`, `/private` answer their path) behind the
+/// middleware with `policy`; its base URL.
+async fn serve(policy: &str, mailer: Option<SmtpMailer>) -> String {
+    let config: waf_core::policy::PolicyConfig = toml::from_str(policy).unwrap();
+    let mut b = waf_actix::Waf::builder(waf_core::Waf::builder().build().unwrap())
+        .policy(&config)
+        .unwrap();
+    if let Some(m) = mailer {
+        b = b.mailer(Arc::new(m));
+    }
+    let mw = b.build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(move || {
+        let page = |s: &'static str| move || async move { HttpResponse::Ok().body(s) };
+        App::new()
+            .wrap(mw.clone())
+            .route("/", web::get().to(page("home")))
+            .route("/protected", web::get().to(page("protected")))
+            .route("/shop", web::get().to(page("shop")))
+            .route("/private", web::get().to(page("private")))
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)
+    .unwrap()
+    .run();
+    actix_web::rt::spawn(server);
+    format!("http://{addr}")
+}
+
+/// A browser: its cookies, no redirects followed.
+struct Browser {
+    http: reqwest::Client,
+    jar: BTreeMap<String, String>,
+    accept: &'static str,
+}
+
+struct Got {
+    status: u16,
+    location: Option<String>,
+    body: String,
+}
+
+impl Browser {
+    fn new() -> Browser {
+        Browser {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            jar: BTreeMap::new(),
+            accept: "text/html,application/xhtml+xml",
+        }
+    }
+
+    async fn send(&mut self, req: reqwest::RequestBuilder) -> Got {
+        let cookies: Vec<String> = self.jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let req = req
+            .header("accept", self.accept)
+            .header("user-agent", "gates-test")
+            .header("cookie", cookies.join("; "));
+        let resp = req.send().await.unwrap();
+        for v in resp.headers().get_all("set-cookie") {
+            let v = v.to_str().unwrap();
+            let (k, val) = v.split(';').next().unwrap().split_once('=').unwrap();
+            if v.contains("Max-Age=0") {
+                self.jar.remove(k);
+            } else {
+                self.jar.insert(k.into(), val.into());
+            }
+        }
+        let status = resp.status().as_u16();
+        let location = resp
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_string());
+        Got {
+            status,
+            location,
+            body: resp.text().await.unwrap(),
+        }
+    }
+
+    async fn get(&mut self, url: &str) -> Got {
+        let req = self.http.get(url);
+        self.send(req).await
+    }
+
+    async fn post(&mut self, url: &str, form: &[(&str, &str)]) -> Got {
+        let body = form
+            .iter()
+            .map(|(k, v)| format!("{k}={}", enc(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let req = self
+            .http
+            .post(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        self.send(req).await
+    }
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The value of hidden input `name` in a page.
+fn input(html: &str, name: &str) -> String {
+    let at = html
+        .find(&format!("name=\"{name}\" value=\""))
+        .unwrap_or_else(|| panic!("no input {name} in {html}"));
+    let rest = &html[at + name.len() + 15..];
+    rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+}
+
+#[actix_web::test]
+async fn cookie_challenge_round_trip_and_pass() {
+    let url = serve(
+        &format!(
+            "{KEYS}[[rules]]\nname = \"p\"\nexpression = 'http.request.uri.path == \"/protected\"'\naction = \"challenge\"\nchallenge = \"cookie\"\n"
+        ),
+        None,
+    )
+    .await;
+    let mut b = Browser::new();
+    assert_eq!(b.get(&format!("{url}/")).await.body, "home");
+    let r = b.get(&format!("{url}/protected")).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let check = r.location.unwrap();
+    assert!(check.starts_with("/.waf/cookie?"), "{check}");
+    assert!(b.jar.contains_key("__waf_pass"));
+    // The cookie check (a gate endpoint, answered by the middleware) sends it back.
+    let r = b.get(&format!("{url}{check}")).await;
+    assert_eq!((r.status, r.location.as_deref()), (303, Some("/protected")));
+    let r = b.get(&format!("{url}/protected")).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "protected"));
+    // A client that drops cookies gets the "cookies required" page.
+    let mut nocookies = Browser::new();
+    let r = nocookies.get(&format!("{url}/protected")).await;
+    nocookies.jar.clear();
+    let r = nocookies
+        .get(&format!("{url}{}", r.location.unwrap()))
+        .await;
+    assert!(
+        r.body.contains("<html") && r.body.to_lowercase().contains("cookie"),
+        "{}",
+        r.body
+    );
+    // A forged pass is challenged again; an API client is redirected too (a cookie
+    // challenge asks only that the client keeps cookies).
+    let mut forged = Browser::new();
+    let mut pass = b.jar["__waf_pass"].clone().into_bytes();
+    pass[3] ^= 1;
+    forged
+        .jar
+        .insert("__waf_pass".into(), String::from_utf8(pass).unwrap());
+    assert_eq!(forged.get(&format!("{url}/protected")).await.status, 302);
+    let mut api = Browser::new();
+    api.accept = "application/json";
+    let r = api.get(&format!("{url}/protected")).await;
+    assert_eq!(r.status, 302);
+    assert!(api.jar.contains_key("__waf_pass"));
+    // An unknown gate endpoint is 404, and never reaches the app.
+    assert_eq!(b.get(&format!("{url}/.waf/nope")).await.status, 404);
+}
+
+#[actix_web::test]
+async fn waiting_room_admits_in_order() {
+    let url = serve(
+        &format!(
+            "{KEYS}[[gates.waiting_room]]\nname = \"shop\"\nmatch = 'http.request.uri.path == \"/shop\"'\ncapacity = 1\nidle_secs = 1\nrefresh_secs = 1\n"
+        ),
+        None,
+    )
+    .await;
+    let shop = format!("{url}/shop");
+    let (mut a, mut b, mut c) = (Browser::new(), Browser::new(), Browser::new());
+    let r = a.get(&shop).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "shop"));
+    let r = b.get(&shop).await;
+    assert_eq!(r.status, 503);
+    assert!(r.body.contains("<html"), "the waiting page");
+    c.accept = "application/json";
+    let r = c.get(&shop).await;
+    assert_eq!(r.status, 503);
+    assert!(r.body.contains("\"position\":\"2\""), "{}", r.body);
+    // While a is active nobody else gets in.
+    for _ in 0..6 {
+        assert_eq!(a.get(&shop).await.status, 200);
+        assert_eq!(b.get(&shop).await.status, 503);
+        assert_eq!(c.get(&shop).await.status, 503);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // a leaves: after its idle second b is in, c is next.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(c.get(&shop).await.status, 503);
+    assert_eq!(b.get(&shop).await.status, 200);
+    let r = c.get(&shop).await;
+    assert!(r.body.contains("\"position\":\"1\""), "{}", r.body);
+    assert_eq!(a.get(&shop).await.status, 503, "a's place is gone");
+}
+
+/// A real SMTP server writing a Maildir.
+struct Smtp {
+    child: Child,
+    port: u16,
+    maildir: PathBuf,
+}
+
+impl Drop for Smtp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Smtp {
+    fn start(dir: &Path) -> Smtp {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let maildir = dir.join("mail");
+        let child = Command::new("python3")
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 is missing");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "aiosmtpd did not start (pip install aiosmtpd)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Smtp {
+            child,
+            port,
+            maildir,
+        }
+    }
+
+    async fn mail(&self, n: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(self.maildir.join("new"))
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+            if files.len() >= n {
+                return std::fs::read_to_string(&files[n - 1]).unwrap();
+            }
+            assert!(Instant::now() < deadline, "no mail number {n} arrived");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[actix_web::test]
+async fn sign_in_through_a_real_smtp_server() {
+    let dir = std::env::temp_dir().join(format!("waf-actix-signin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let smtp = Smtp::start(&dir);
+    let mailer = SmtpMailer::new(
+        "127.0.0.1",
+        smtp.port,
+        SmtpSecurity::DangerousPlain,
+        "WAF <waf@example.com>",
+        None,
+    )
+    .unwrap();
+    let url = serve(
+        &format!(
+            "{KEYS}[gates.sign_in]\nmatch = 'http.request.uri.path == \"/private\"'\nallowed = [\"alice@example.com\"]\n"
+        ),
+        Some(mailer),
+    )
+    .await;
+    let mut b = Browser::new();
+    assert_eq!(b.get(&format!("{url}/")).await.body, "home");
+    let r = b.get(&format!("{url}/private")).await;
+    assert_eq!(r.status, 303);
+    let page = b.get(&format!("{url}{}", r.location.unwrap())).await;
+    assert_eq!(page.status, 200);
+    let code_page = b
+        .post(
+            &format!("{url}/.waf/sign-in"),
+            &[
+                ("email", "alice@example.com"),
+                ("form_token", &input(&page.body, "form_token")),
+                ("return_to", &input(&page.body, "return_to")),
+            ],
+        )
+        .await;
+    assert_eq!(code_page.status, 200, "{}", code_page.body);
+    let mail = smtp.mail(1).await;
+    assert!(mail.contains("alice@example.com"), "{mail}");
+    let body = mail.split("\n\n").skip(1).collect::<Vec<_>>().join("\n\n");
+    let at = body.find("code is ").expect("the mail names the code") + 8;
+    let code = &body[at..at + 6];
+    let code_form = |code: String| {
+        vec![
+            ("pending", input(&code_page.body, "pending")),
+            ("code", code),
+            ("form_token", input(&code_page.body, "form_token")),
+            ("return_to", input(&code_page.body, "return_to")),
+        ]
+    };
+    let wrong = code_form(if code == "000000" { "111111" } else { "000000" }.into());
+    let wrong: Vec<(&str, &str)> = wrong.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = b.post(&format!("{url}/.waf/sign-in/code"), &wrong).await;
+    assert_ne!(r.status, 303, "a wrong code signs in");
+    let right = code_form(code.to_string());
+    let right: Vec<(&str, &str)> = right.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = b.post(&format!("{url}/.waf/sign-in/code"), &right).await;
+    assert_eq!(
+        (r.status, r.location.as_deref()),
+        (303, Some("/private")),
+        "{}",
+        r.body
+    );
+    let r = b.get(&format!("{url}/private")).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "private"));
+    // Sign-out: sign-in is needed again.
+    b.get(&format!("{url}/.waf/sign-out")).await;
+    assert_eq!(b.get(&format!("{url}/private")).await.status, 303);
+}
