@@ -178,8 +178,8 @@ wait_port() { # $1 port; up to WAIT_SECS (60) s (CRS loading on a loaded machine
   return 1
 }
 
-start_nginx() { # $1 cpus, $2 conf
-  taskset -c "$1" "$NGINX" -c "$2" >/dev/null 2>&1 &
+start_nginx() { # $1 cpus, $2 conf ($WORK/NAME/nginx.conf; stderr to $WORK/NAME.out)
+  taskset -c "$1" "$NGINX" -c "$2" >"${2%/nginx.conf}.out" 2>&1 &
   PIDS+=($!)
 }
 
