@@ -490,24 +490,21 @@ pub async fn send(
     .then(|| bodiless_copy(&req));
     let resp = match sender.try_send_request(req).await {
         Ok(r) => r,
-        Err(mut e) => match (e.take_message(), again) {
-            (Some(req), _) if pooled => {
-                sender = connect(connector(), authority, https).await?;
-                sender
-                    .send_request(req)
-                    .await
-                    .map_err(UpstreamError::Request)?
-            }
-            (None, Some(req)) => {
-                tracing::debug!(error = %e.error(), "pooled upstream connection lost a request; sent again");
-                sender = connect(connector(), authority, https).await?;
-                sender
-                    .send_request(req)
-                    .await
-                    .map_err(UpstreamError::Request)?
-            }
-            _ => return Err(UpstreamError::Request(e.into_error())),
-        },
+        Err(mut e) => {
+            let retry = match (e.take_message(), again) {
+                (Some(req), _) if pooled => req,
+                (None, Some(req)) => {
+                    tracing::debug!(error = %e.error(), "pooled upstream connection lost a request; sent again");
+                    req
+                }
+                _ => return Err(UpstreamError::Request(e.into_error())),
+            };
+            sender = connect(connector(), authority, https).await?;
+            sender
+                .send_request(retry)
+                .await
+                .map_err(UpstreamError::Request)?
+        }
     };
     // A 101 hands the connection to the upgrade; anything else keeps it for the next one.
     if resp.status() != http::StatusCode::SWITCHING_PROTOCOLS {
