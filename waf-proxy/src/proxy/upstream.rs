@@ -111,7 +111,8 @@ pub(super) async fn forward(
             server.tls,
             up_req,
         );
-        let result = tokio::time::timeout(upstream.config.read_timeout, sent).await;
+        // Coarse: fires up to one worker tick (250 ms) after the read timeout.
+        let result = crate::deadline::within(upstream.config.read_timeout, sent).await;
         match result {
             Ok(Ok(mut resp)) => {
                 let d = up_started.elapsed();
