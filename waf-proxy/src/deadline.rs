@@ -13,8 +13,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::pin::pin;
-use std::task::{Poll, Waker};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// The deadline passed before the future finished.
@@ -120,22 +120,46 @@ impl Drop for Registration {
 }
 
 /// Runs `fut` until it finishes or `after` has passed (up to one worker tick later).
-pub async fn within<F: Future>(after: Duration, fut: F) -> Result<F::Output, Elapsed> {
-    if !SWEPT.with(Cell::get) {
-        return tokio::time::timeout(after, fut).await.map_err(|_| Elapsed);
+pub fn within<F: Future>(after: Duration, fut: F) -> Within<F> {
+    let reg = SWEPT
+        .with(Cell::get)
+        .then(|| Registration::new(Instant::now() + after));
+    let fallback = reg.is_none().then(|| Box::pin(tokio::time::sleep(after)));
+    Within { fut, reg, fallback }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`within`]: the inner future polled in place (an `async fn` moved it
+    /// once more, a copy of the whole upstream request future per request).
+    pub struct Within<F> {
+        #[pin]
+        fut: F,
+        reg: Option<Registration>,
+        // Off the workers: tokio's timer.
+        fallback: Option<Pin<Box<tokio::time::Sleep>>>,
     }
-    let reg = Registration::new(Instant::now() + after);
-    let mut fut = pin!(fut);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+}
+
+impl<F: Future> Future for Within<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(v) = this.fut.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        if reg.fired(cx.waker()) {
-            return Poll::Ready(Err(Elapsed));
+        if let Some(reg) = this.reg.as_ref() {
+            if reg.fired(cx.waker()) {
+                return Poll::Ready(Err(Elapsed));
+            }
+        }
+        if let Some(sleep) = this.fallback.as_mut() {
+            if sleep.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(Elapsed));
+            }
         }
         Poll::Pending
-    })
-    .await
+    }
 }
 
 #[cfg(test)]

@@ -43,15 +43,26 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     }
     if present & 1 != 0 {
         // `Connection` (HOP_BY_HOP[0]) may name more; `keep-alive` and `close` name none.
-        let named: Vec<HeaderName> = h
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .filter(|n| !n.eq_ignore_ascii_case("keep-alive") && !n.eq_ignore_ascii_case("close"))
-            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
-            .collect();
+        // Most messages say only `keep-alive` or `close`: nothing is collected then.
+        let mut named: Vec<HeaderName> = Vec::new();
+        for v in h.get_all(header::CONNECTION) {
+            let v = v.as_bytes();
+            if v.eq_ignore_ascii_case(b"keep-alive") || v.eq_ignore_ascii_case(b"close") {
+                continue;
+            }
+            for n in v.split(|&b| b == b',') {
+                let n = n.trim_ascii();
+                if n.is_empty()
+                    || n.eq_ignore_ascii_case(b"keep-alive")
+                    || n.eq_ignore_ascii_case(b"close")
+                {
+                    continue;
+                }
+                if let Ok(n) = HeaderName::from_bytes(n) {
+                    named.push(n);
+                }
+            }
+        }
         for n in named {
             h.remove(n);
         }

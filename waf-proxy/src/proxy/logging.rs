@@ -36,7 +36,9 @@ pub(super) struct Finish {
     pub(super) shared: Arc<Shared>,
     pub(super) state: Arc<State>,
     pub(super) host: Option<usize>,
-    pub(super) tx: Option<Transaction>,
+    /// Boxed: inline, the transaction made `Finish` large enough that building it (and the
+    /// record) cost two long copies per request even with no transaction.
+    pub(super) tx: Option<Box<Transaction>>,
     pub(super) rec: Record,
     pub(super) inspect_response: bool,
     pub(super) response_ended: bool,
@@ -179,7 +181,7 @@ impl Finish {
             shared: conn.shared.clone(),
             state,
             host,
-            tx,
+            tx: tx.map(Box::new),
             rec,
             inspect_response: false,
             response_ended: false,
