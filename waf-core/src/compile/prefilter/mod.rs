@@ -163,6 +163,9 @@ impl Prefilter {
     }
 }
 
+/// (group, bit) pairs that one union pattern enables.
+type GroupBits = Vec<(u32, u32)>;
+
 /// One Aho-Corasick automaton over the literals of every group (ASCII case ignored, as
 /// each group's own automaton ignores it).
 ///
@@ -177,16 +180,16 @@ impl Prefilter {
 pub(crate) struct Union {
     automaton: aho_corasick::AhoCorasick,
     /// For each union pattern, the (group, bit) pairs it enables, sorted by group.
-    entries: Vec<Vec<(u32, u32)>>,
+    entries: Vec<GroupBits>,
 }
 
 impl Union {
     /// Builds the union of the groups' literal sets (literal → (group, bit) pairs).
-    fn build(literals: HashMap<Vec<u8>, Vec<(u32, u32)>>) -> Option<Union> {
+    fn build(literals: HashMap<Vec<u8>, GroupBits>) -> Option<Union> {
         if literals.is_empty() {
             return None;
         }
-        let mut lits: Vec<(Vec<u8>, Vec<(u32, u32)>)> = literals.into_iter().collect();
+        let mut lits: Vec<_> = literals.into_iter().collect();
         lits.sort();
         let automaton = aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
@@ -355,7 +358,7 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         visit(rule, phase, use_hyperscan, &mut groups);
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
-    let mut union_literals: HashMap<Vec<u8>, Vec<(u32, u32)>> = HashMap::new();
+    let mut union_literals: HashMap<Vec<u8>, GroupBits> = HashMap::new();
     for (_, mut draft) in groups {
         let mut always = Vec::new();
         #[cfg(feature = "hyperscan")]
