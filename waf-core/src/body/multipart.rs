@@ -147,6 +147,8 @@ pub(crate) struct Multipart {
     pub(crate) flags: MultipartFlags,
     /// `REQBODY_ERROR_MSG` when parsing failed: `Multipart parsing error: Multipart: ...`.
     pub(crate) error: Option<String>,
+    /// What kind of error [`Multipart::error`] is (the first one's).
+    pub(crate) error_kind: super::BodyErrorKind,
     /// Bytes of part headers and non-file part data, what ModSecurity compares with
     /// `SecRequestBodyNoFilesLimit` for multipart bodies.
     pub(crate) no_files_length: usize,
@@ -172,6 +174,15 @@ impl Multipart {
             || f.file_limit_exceeded
     }
 
+    /// Fails on a limit: parsing stops and the engine refuses the body.
+    fn fail_limit(&mut self, msg: impl Into<String>) {
+        let first = self.error.is_none();
+        self.fail(msg);
+        if first {
+            self.error_kind = super::BodyErrorKind::Limit;
+        }
+    }
+
     /// `FILES_COMBINED_SIZE`.
     #[cfg(test)]
     pub(crate) fn files_combined_size(&self) -> usize {
@@ -181,6 +192,7 @@ impl Multipart {
     fn fail(&mut self, msg: impl Into<String>) {
         self.flags.error = true;
         if self.error.is_none() {
+            self.error_kind = super::BodyErrorKind::Malformed;
             let mut s = String::from("Multipart parsing error: ");
             s.push_str(&msg.into());
             self.error = Some(s);
@@ -617,7 +629,7 @@ impl Parser<'_> {
             return false; // data: its extent is computed when the part ends
         }
         if line.len() >= MAX_HEADER_LINE {
-            self.mp.fail(format!(
+            self.mp.fail_limit(format!(
                 "Multipart: Part header line over {MAX_HEADER_LINE} bytes long"
             ));
             return true;
@@ -664,7 +676,7 @@ impl Parser<'_> {
             };
             if let Some((_, value)) = part.headers.get_mut(i) {
                 if value.len() + 1 + text.len() - ws > MAX_HEADER_LINE {
-                    self.mp.fail("Multipart: Part header too long.");
+                    self.mp.fail_limit("Multipart: Part header too long.");
                     return;
                 }
                 value.push(b' ');
@@ -697,7 +709,7 @@ impl Parser<'_> {
             .count();
         let value = &value[ws..];
         if part.headers.len() >= MAX_PART_HEADERS {
-            self.mp.fail(format!(
+            self.mp.fail_limit(format!(
                 "Multipart: Too many part headers (limit {MAX_PART_HEADERS})."
             ));
             part.last_header = None;
@@ -911,7 +923,7 @@ impl Parser<'_> {
         }
         if self.parts >= self.limits.max_parts {
             self.mp.flags.file_limit_exceeded = true;
-            self.mp.fail(format!(
+            self.mp.fail_limit(format!(
                 "Multipart: Part limit exceeded {}.",
                 self.limits.max_parts
             ));

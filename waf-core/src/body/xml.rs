@@ -58,7 +58,7 @@ pub(crate) struct Xml {
 }
 
 /// Parses an XML document; see the module docs for what is kept.
-pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, String> {
+pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, super::BodyError> {
     let mut p = Parser {
         input,
         pos: 0,
@@ -68,13 +68,21 @@ pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, String> {
         seen_root: false,
         text: Vec::new(),
         entities: Entities::default(),
+        limit_hit: false,
     };
     match p.run() {
         Ok(()) => Ok(p.xml),
-        Err(e) => Err(format!(
-            "XML parsing error: XML: Failed parsing document. ({e} at offset {})",
-            p.pos
-        )),
+        Err(e) => Err(super::BodyError {
+            kind: if p.limit_hit {
+                super::BodyErrorKind::Limit
+            } else {
+                super::BodyErrorKind::Malformed
+            },
+            message: format!(
+                "XML parsing error: XML: Failed parsing document. ({e} at offset {})",
+                p.pos
+            ),
+        }),
     }
 }
 
@@ -90,6 +98,8 @@ struct Parser<'a> {
     text: Vec<u8>,
     /// Internal general entities of the DTD.
     entities: Entities,
+    /// The error being returned is a limit (depth, entity expansion), not bad XML.
+    limit_hit: bool,
 }
 
 /// Internal general entities: name → replacement text (raw), and the expansion budget.
@@ -152,6 +162,7 @@ impl Parser<'_> {
                 } else {
                     decode_text(raw, &mut self.text, &mut self.entities, 0);
                     if self.entities.over_limit {
+                        self.limit_hit = true;
                         return Err("entity expansion limit exceeded");
                     }
                 }
@@ -270,6 +281,7 @@ impl Parser<'_> {
         }
         if let (false, Some(v), false) = (parameter, value, name.is_empty()) {
             if self.entities.defs.len() >= MAX_ENTITIES {
+                self.limit_hit = true;
                 return Err("entity expansion limit exceeded (declarations)");
             }
             self.entities.defs.push((name.to_vec(), v.to_vec()));
@@ -290,6 +302,7 @@ impl Parser<'_> {
                 Some(b'>') => {
                     self.pos += 1;
                     if self.stack.len() >= self.max_depth {
+                        self.limit_hit = true;
                         return Err("depth limit exceeded");
                     }
                     self.stack.push((ns, ne));
@@ -302,6 +315,7 @@ impl Parser<'_> {
                     }
                     self.pos += 2;
                     if self.stack.len() >= self.max_depth {
+                        self.limit_hit = true;
                         return Err("depth limit exceeded");
                     }
                     self.seen_root = true;
@@ -340,6 +354,7 @@ impl Parser<'_> {
         let mut value = Vec::with_capacity(raw.len());
         decode_text(raw, &mut value, &mut self.entities, 0);
         if self.entities.over_limit {
+            self.limit_hit = true;
             return Err("entity expansion limit exceeded");
         }
         self.xml.attr_values.push(value);
@@ -563,7 +578,10 @@ mod tests {
         ] {
             let r = parse(bad, 64);
             let e = r.expect_err(&String::from_utf8_lossy(bad));
-            assert!(e.starts_with("XML parsing error: XML: Failed parsing document."));
+            assert!(e
+                .message
+                .starts_with("XML parsing error: XML: Failed parsing document."));
+            assert_eq!(e.kind, crate::body::BodyErrorKind::Malformed);
         }
         // CRS 920240-4 sends attribute quotes escaped with backslashes.
         assert!(parse(br#"<a xmlns:x=\"u\"/>"#, 64).is_err());
@@ -572,7 +590,9 @@ mod tests {
     #[test]
     fn depth_and_size() {
         let deep = b"<a>".repeat(100_000);
-        assert!(parse(&deep, 1024).unwrap_err().contains("depth limit"));
+        let e = parse(&deep, 1024).unwrap_err();
+        assert!(e.message.contains("depth limit"));
+        assert_eq!(e.kind, crate::body::BodyErrorKind::Limit);
         let ok = format!("{}{}", "<a>".repeat(3), "</a>".repeat(3));
         assert!(parse(ok.as_bytes(), 3).is_ok());
         assert!(parse(ok.as_bytes(), 2).is_err());
