@@ -194,7 +194,7 @@ mod tests {
             doc.extend_from_slice(b"</r>");
             if let Ok(x) = super::xml::parse(&doc, 8) {
                 let text: usize = x.text_nodes.iter().map(Vec::len).sum();
-                assert!(text <= doc.len() + super::xml::MAX_EXPANSION);
+                assert!(text <= doc.len() + crate::limits::DEFAULT_XML_EXPANSION_LIMIT);
             }
             let _ = super::sniff::is_form(&s, b'&');
         }

@@ -22,8 +22,8 @@
 //! remain visible to rules. Internal general entities (`<!ENTITY x "...">` in the internal
 //! subset) are expanded, because the application's parser expands them: a payload carried
 //! in an entity's definition must reach the rules (issue 13). Expansion is bounded: at most
-//! [`MAX_ENTITIES`] declarations, nesting [`MAX_ENTITY_DEPTH`] deep, and
-//! [`MAX_EXPANSION`] bytes of expanded text per document; past any of them the document is
+//! [`crate::limits::DEFAULT_XML_ENTITY_LIMIT`] declarations, nesting [`crate::limits::DEFAULT_XML_ENTITY_DEPTH`] deep, and
+//! [`crate::limits::DEFAULT_XML_EXPANSION_LIMIT`] bytes of expanded text per document; past any of them the document is
 //! refused ("entity expansion limit exceeded"), never half-expanded (billion laughs). Structure is checked as libxml2 would: one root element, matching
 //! end tags, well-formed tags and attributes, nothing but whitespace, comments and
 //! processing instructions outside the root. Unlike libxml2 we accept a bare `&` and
@@ -36,15 +36,6 @@
 //!
 //! Nesting deeper than `max_depth` is an error (libxml2 stops at 256 without
 //! `XML_PARSE_HUGE`). The parser does not recurse; output is at most twice the input size.
-
-/// Most internal entity declarations honoured; more is an error.
-pub(crate) const MAX_ENTITIES: usize = 64;
-
-/// Deepest chain of entities referring to entities.
-pub(crate) const MAX_ENTITY_DEPTH: usize = 4;
-
-/// Most bytes produced by entity expansion in one document.
-pub(crate) const MAX_EXPANSION: usize = 64 * 1024;
 
 /// What the `XML` collection exposes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -280,7 +271,7 @@ impl Parser<'_> {
             }
         }
         if let (false, Some(v), false) = (parameter, value, name.is_empty()) {
-            if self.entities.defs.len() >= MAX_ENTITIES {
+            if self.entities.defs.len() >= crate::limits::DEFAULT_XML_ENTITY_LIMIT {
                 self.limit_hit = true;
                 return Err("entity expansion limit exceeded (declarations)");
             }
@@ -441,7 +432,9 @@ fn decode_text(raw: &[u8], out: &mut Vec<u8>, entities: &mut Entities, depth: us
             if let Some(k) = entities.defs.iter().position(|(n, _)| n == name) {
                 let value = entities.defs[k].1.clone();
                 entities.expanded += value.len();
-                if depth >= MAX_ENTITY_DEPTH || entities.expanded > MAX_EXPANSION {
+                if depth >= crate::limits::DEFAULT_XML_ENTITY_DEPTH
+                    || entities.expanded > crate::limits::DEFAULT_XML_EXPANSION_LIMIT
+                {
                     entities.over_limit = true;
                     return;
                 }

@@ -457,7 +457,7 @@ impl TxState {
             }
             if processor.is_none()
                 && body::sniff::may_be_xml(&body)
-                && body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT).is_ok()
+                && body::xml::parse(&body, self.program.config.xml_depth_limit).is_ok()
             {
                 processor = Some(BodyProcessor::Xml);
             }
@@ -581,18 +581,19 @@ impl TxState {
                     Ok(()) => {}
                 }
             }
-            Some(BodyProcessor::Xml) => {
-                match body::xml::parse(body, crate::limits::DEFAULT_XML_DEPTH_LIMIT) {
-                    Ok(xml) => {
-                        self.data.xml_text = xml.text_nodes;
-                        self.data.xml_attrs = xml.attr_values;
-                    }
-                    Err(e) if e.kind == body::BodyErrorKind::Limit => self.refuse_body(e.message),
-                    Err(e) => self.set_body_error(e.message),
+            Some(BodyProcessor::Xml) => match body::xml::parse(body, config.xml_depth_limit) {
+                Ok(xml) => {
+                    self.data.xml_text = xml.text_nodes;
+                    self.data.xml_attrs = xml.attr_values;
                 }
-            }
+                Err(e) if e.kind == body::BodyErrorKind::Limit => self.refuse_body(e.message),
+                Err(e) => self.set_body_error(e.message),
+            },
             Some(BodyProcessor::Multipart) => {
-                let limits = body::multipart::MultipartLimits::default();
+                let limits = body::multipart::MultipartLimits {
+                    max_parts: config.multipart_part_limit,
+                    ..Default::default()
+                };
                 let mp = body::multipart::parse(content_type, body, &limits);
                 let strict_error = mp.strict_error();
                 self.data
