@@ -176,7 +176,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
-/// The SQL, LDAP and shell grammar shapes (190160-190171, 190310, 170180, 170182-170184), on
+/// The SQL, LDAP and shell grammar shapes (190163-190171, 190310, 170140, 170180, 170182-170185), on
 /// requests written for this test: each attack shape is blocked by the rule meant for it,
 /// and the benign twins that share its words (a search for SQL keywords, a spreadsheet
 /// formula, a shell pipe in a search box, prose after a semicolon, French elisions, a
@@ -187,11 +187,11 @@ fn default_profile_reads_sql_and_shell_grammar() {
     let blocked: &[(&str, u64)] = &[
         ("/p?id=5%20AND%204821%3D(", 190163),
         ("/p?n=7%20or%20(9%3E%3D3)%20--", 190163),
-        ("/p?col=substring(%27abc%27", 190160),
-        ("/p?fn=ifnull(", 190160),
+        ("/p?col=substring(%27abc%27", 190170),
+        ("/p?fn=ifnull(", 190170),
         ("/p?sort=name&dir=asc%27%20having%20", 190164),
         ("/p?t=abc%60%3E1", 190164),
-        ("/p?v=%27red%27%3C%3E%27blue", 190165),
+        ("/p?v=%27red%27%3C%3E%27blue", 190164),
         ("/p?f=order%20by%20(select", 190166),
         ("/ping?host=example.org%3Bhtop", 170180),
         ("/ping?host=a%26%26visudo", 170180),
@@ -212,19 +212,19 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/run?x=usr/bin/nmap", 170183),
         (
             "/p?q=CASE%20WHEN%201%3D1%20THEN%201%20ELSE%200%20END",
-            190172,
+            190170,
         ),
         (
             "/p?q=values%20%281%2C%20%27admin%27%2C%20%27x%27%29",
-            190172,
+            190170,
         ),
-        ("/p?q=or%201%3D1--", 190172),
-        ("/p?q=%27", 190172),
-        ("/p?q=abc%20AND%203%2B4%3D7", 190172),
-        ("/p?q=exec%28%40cmd%29", 190173),
+        ("/p?q=or%201%3D1--", 190170),
+        ("/p?q=%27", 190170),
+        ("/p?q=abc%20AND%203%2B4%3D7", 190170),
+        ("/p?q=exec%28%40cmd%29", 190169),
         (
             "/p?q=%E2%80%99%20or%20%E2%80%99a%E2%80%99%3D%E2%80%99a",
-            190173,
+            190169,
         ),
         ("/p?q=cat%24u%20%2Fetc%2Fhosts", 170185),
         ("/p?q=w%24%40ho%24%40ami%20-a", 170185),
