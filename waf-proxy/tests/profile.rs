@@ -234,6 +234,7 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ),
         ("/p?q=x%7Ctr%20a%20b%20%7C%20sh%20%23", 170185),
         ("/p?q=dir%20c%3A%5C%20%7C", 170140),
+        ("/p?q=v%3Dw%3Bc%24v%20-h", 170183),
     ];
     for (uri, rule) in blocked {
         let req = replay::ReplayRequest {
@@ -308,6 +309,9 @@ fn default_profile_reads_sql_and_shell_grammar() {
         "/search?q=A%24AP%20Rocky%20%2Fr%2Fhiphop",
         "/search?q=echo%20%24HOME%20-n",
         "/search?q=rock%20%7C%20sh%20%23%20comments",
+        "/search?q=color%3Dred%3B%20font%3D%24body",
+        "/search?q=x%3D1%3B%20y%3D2%3B%20total%20%24x",
+        "/search?q=price%3D5%3B%20US%245%20each",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
