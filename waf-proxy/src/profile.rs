@@ -19,7 +19,7 @@
 //! can tune the threshold in one place. Weak patterns need a second, independent signal:
 //! libinjection and the quoted-SQL, shell-separator and risky-HTML rules score less in a
 //! value that reads as text (a document, a sentence, a JSON text), and the SQL and shell
-//! grammar rules (190163-190171, 170180-170185) fire on the shape of an injection read from
+//! grammar rules (190163-190171, 170140, 170180-170185) fire on the shape of an injection read from
 //! the value's tokens (a quote closed then an operator, a boolean comparison in a value cut
 //! open, a separator then a command word with shell-shaped arguments), not on a keyword.
 //! Headers that have a grammar (Accept-Language, Origin, X-Forwarded-For, Referer,

@@ -1,7 +1,7 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 94.5 % of
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 94.7 % of
 //! its attacks (or a class under its floor) or over 0.2 % of its benign requests, so a rule
 //! change that regresses either fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
@@ -176,7 +176,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
-/// The SQL, LDAP and shell grammar shapes (190163-190171, 190310, 170140, 170180, 170182-170185), on
+/// The SQL, LDAP and shell grammar shapes (190163-190164, 190167-190171, 190310, 170140, 170180, 170182-170185), on
 /// requests written for this test: each attack shape is blocked by the rule meant for it,
 /// and the benign twins that share its words (a search for SQL keywords, a spreadsheet
 /// formula, a shell pipe in a search box, prose after a semicolon, French elisions, a
@@ -192,7 +192,7 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/p?sort=name&dir=asc%27%20having%20", 190164),
         ("/p?t=abc%60%3E1", 190164),
         ("/p?v=%27red%27%3C%3E%27blue", 190164),
-        ("/p?f=order%20by%20(select", 190166),
+        ("/p?f=order%20by%20(select", 190170),
         ("/ping?host=example.org%3Bhtop", 170180),
         ("/ping?host=a%26%26visudo", 170180),
         ("/ping?host=x%7Cnmap%20-sV%20localhost", 170180),
@@ -419,8 +419,8 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.945,
-        "detection {:.4} < 0.945",
+        s.detection_rate() >= 0.947,
+        "detection {:.4} < 0.947",
         s.detection_rate()
     );
     assert!(
@@ -432,12 +432,12 @@ fn default_profile_dataset_rates() {
     // note of issue 13 has the per-class table and what the two under 93 % miss).
     let floors: &[(&str, f64)] = &[
         ("sqli", 0.914),
-        ("xss", 0.95),
-        ("cmdi", 0.93),
+        ("xss", 0.956),
+        ("cmdi", 0.934),
         ("path_traversal", 0.935),
         ("lfi", 0.95),
         ("ssrf", 0.995),
-        ("ssti", 0.955),
+        ("ssti", 0.96),
         ("scanner", 0.965),
         ("log4shell", 0.995),
         ("rfi", 0.955),
