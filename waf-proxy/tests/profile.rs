@@ -1,7 +1,7 @@
 //! The built-in default profile and the CRS profile, end to end.
 //!
 //! `default_profile_dataset_rates` replays the team's dev corpus
-//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 94 % of
+//! (`../shared/datasets/dev.jsonl`) and fails when the default profile blocks under 94.7 % of
 //! its attacks (or a class under its floor) or over 0.2 % of its benign requests, so a rule
 //! change that regresses either fails CI. The full per-request output is written to
 //! `$CARGO_TARGET_TMPDIR/default-dev.replay` for inspection.
@@ -117,7 +117,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
             "/",
             &[("X-Api-Version", "${jndi:ldap://x.example/a}")],
             "",
-            199002,
+            199001,
         ),
         ("/?t=%7B%7B7*7%7D%7D", &[], "", 199002),
         ("/?user=*)(uid=*))(|(uid=*", &[], "", 199002),
@@ -176,7 +176,7 @@ fn default_profile_blocks_each_family_and_passes_plain_requests() {
     }
 }
 
-/// The SQL, LDAP and shell grammar shapes (190160-190171, 190310, 170180, 170182-170184), on
+/// The SQL, LDAP and shell grammar shapes (190163-190164, 190167-190171, 190310, 170140, 170180, 170182-170185), on
 /// requests written for this test: each attack shape is blocked by the rule meant for it,
 /// and the benign twins that share its words (a search for SQL keywords, a spreadsheet
 /// formula, a shell pipe in a search box, prose after a semicolon, French elisions, a
@@ -187,12 +187,12 @@ fn default_profile_reads_sql_and_shell_grammar() {
     let blocked: &[(&str, u64)] = &[
         ("/p?id=5%20AND%204821%3D(", 190163),
         ("/p?n=7%20or%20(9%3E%3D3)%20--", 190163),
-        ("/p?col=substring(%27abc%27", 190160),
-        ("/p?fn=ifnull(", 190160),
+        ("/p?col=substring(%27abc%27", 190170),
+        ("/p?fn=ifnull(", 190170),
         ("/p?sort=name&dir=asc%27%20having%20", 190164),
         ("/p?t=abc%60%3E1", 190164),
-        ("/p?v=%27red%27%3C%3E%27blue", 190165),
-        ("/p?f=order%20by%20(select", 190166),
+        ("/p?v=%27red%27%3C%3E%27blue", 190164),
+        ("/p?f=order%20by%20(select", 190170),
         ("/ping?host=example.org%3Bhtop", 170180),
         ("/ping?host=a%26%26visudo", 170180),
         ("/ping?host=x%7Cnmap%20-sV%20localhost", 170180),
@@ -210,6 +210,31 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/run?x=c%27%27url%20example.org", 170182),
         ("/run?x=%22w%22get%20localhost", 170184),
         ("/run?x=usr/bin/nmap", 170183),
+        (
+            "/p?q=CASE%20WHEN%201%3D1%20THEN%201%20ELSE%200%20END",
+            190170,
+        ),
+        (
+            "/p?q=values%20%281%2C%20%27admin%27%2C%20%27x%27%29",
+            190170,
+        ),
+        ("/p?q=or%201%3D1--", 190170),
+        ("/p?q=%27", 190170),
+        ("/p?q=abc%20AND%203%2B4%3D7", 190170),
+        ("/p?q=exec%28%40cmd%29", 190169),
+        (
+            "/p?q=%E2%80%99%20or%20%E2%80%99a%E2%80%99%3D%E2%80%99a",
+            190169,
+        ),
+        ("/p?q=cat%24u%20%2Fetc%2Fhosts", 170185),
+        ("/p?q=w%24%40ho%24%40ami%20-a", 170185),
+        (
+            "/p?q=1.1.1.1%3Bca%24%28%29t%20%2Fe%24%28%29tc%2Fpas%24%28%29swd",
+            170185,
+        ),
+        ("/p?q=x%7Ctr%20a%20b%20%7C%20sh%20%23", 170185),
+        ("/p?q=dir%20c%3A%5C%20%7C", 170140),
+        ("/p?q=v%3Dw%3Bc%24v%20-h", 170183),
     ];
     for (uri, rule) in blocked {
         let req = replay::ReplayRequest {
@@ -267,9 +292,87 @@ fn default_profile_reads_sql_and_shell_grammar() {
         "/search?q=docker%20run%20-it%20ubuntu",
         "/search?q=Notes%3A%20see%20page%203%3B%20node%20modules%20are%20big",
         "/search?q=it%27s%206%20o%27clock%3B%20time%20to%20go",
+        "/search?q=case%20when%20you%20need%20it",
+        "/search?q=Case%20when%20the%20boat%20sank%20then%20what%20happened%20in%20the%20end",
+        "/search?q=values%20%28family%2C%20honesty%29",
+        "/search?q=Values%20%282024%20edition%29",
+        "/search?q=and%205%20more",
+        "/search?q=or%20best%20offer",
+        "/search?q=%27quoted%27",
+        "/search?q=2%2B2%3D4%20and%203%2B3%3D6",
+        "/search?q=is%201%2B1%3D2%20or%203",
+        "/search?q=executive%20%28%40acme%29",
+        "/search?q=python%3A%20cursor.execute%28%40q%29",
+        "/search?q=It%E2%80%99s%20the%20%E2%80%9990s%20or%20%E2%80%9980s",
+        "/search?q=price%20C%2410%20-%20sale",
+        "/search?q=Ke%24ha%20-tik%20tok",
+        "/search?q=A%24AP%20Rocky%20%2Fr%2Fhiphop",
+        "/search?q=echo%20%24HOME%20-n",
+        "/search?q=rock%20%7C%20sh%20%23%20comments",
+        "/search?q=color%3Dred%3B%20font%3D%24body",
+        "/search?q=x%3D1%3B%20y%3D2%3B%20total%20%24x",
+        "/search?q=price%3D5%3B%20US%245%20each",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
+    }
+}
+
+/// Headers with a grammar (a language list, an origin, an address list, a URL, base64, a
+/// token) that carry a payload are refused by the rule for that header; the shapes browsers,
+/// apps and proxies really send pass.
+#[test]
+fn default_profile_reads_header_grammar() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    let blocked: &[(&str, &str, u64)] = &[
+        ("Accept-Language", "en-US' or 1=1--", 110300),
+        ("Origin", "https://a.example'><svg/onload=x>", 110301),
+        (
+            "X-Forwarded-For",
+            "1.2.3.4'; waitfor delay '0:0:5'--",
+            110302,
+        ),
+        ("X-Client-Data", "<script>x</script>", 110303),
+        ("Referer", "';cat /etc/hosts", 110304),
+        ("X-Request-ID", "$(id)", 110305),
+    ];
+    for (name, value, rule) in blocked {
+        let req = replay::ReplayRequest {
+            method: b"GET".to_vec(),
+            uri: b"/".to_vec(),
+            version: b"HTTP/1.1".to_vec(),
+            headers: vec![
+                (b"Host".to_vec(), b"example.com".to_vec()),
+                (name.as_bytes().to_vec(), value.as_bytes().to_vec()),
+            ],
+            body: Vec::new(),
+        };
+        let seen = replay::inspect(&waf, &req);
+        assert_eq!(seen.blocked, Some(403), "{name}: {value} {seen:?}");
+        assert!(
+            seen.rule_ids.contains(rule),
+            "{name}: {value}: {rule} not in {seen:?}"
+        );
+    }
+    let passed: &[(&str, &str)] = &[
+        ("Accept-Language", "en-US,en;q=0.9"),
+        ("Accept-Language", "de-CH, de;q=0.8, *;q=0.5"),
+        ("Accept-Language", "en_US"),
+        ("Origin", "null"),
+        ("Origin", "https://app.example.com:8443"),
+        ("Referer", "android-app://com.google.android.gm/"),
+        ("Referer", "https://example.com/search?q=o'neil&x=(1)"),
+        ("X-Forwarded-For", "203.0.113.7, [2001:db8::1]"),
+        ("X-Forwarded-For", "unknown, 10.0.0.1"),
+        ("X-Request-ID", "5f0c6d2e-8a1b-4c3d-9e7f-0a1b2c3d4e5f"),
+        ("X-Client-Data", "CIa2yQEIpLbJAQjBtskBCKmdygE="),
+    ];
+    for (name, value) in passed {
+        assert_eq!(
+            check(&waf, "/", &[(name, value)], ""),
+            None,
+            "{name}: {value}"
+        );
     }
 }
 
@@ -316,8 +419,8 @@ fn default_profile_dataset_rates() {
     assert_eq!(s.errors, 0);
     assert!(s.attacks.total > 8000 && s.benign.total > 7000, "{s:?}");
     assert!(
-        s.detection_rate() >= 0.94,
-        "detection {:.4} < 0.94",
+        s.detection_rate() >= 0.947,
+        "detection {:.4} < 0.947",
         s.detection_rate()
     );
     assert!(
@@ -328,13 +431,13 @@ fn default_profile_dataset_rates() {
     // Each class with 50 or more attacks, at its measured rate rounded down (the closing
     // note of issue 13 has the per-class table and what the two under 93 % miss).
     let floors: &[(&str, f64)] = &[
-        ("sqli", 0.90),
-        ("xss", 0.95),
-        ("cmdi", 0.92),
+        ("sqli", 0.914),
+        ("xss", 0.956),
+        ("cmdi", 0.934),
         ("path_traversal", 0.935),
         ("lfi", 0.95),
         ("ssrf", 0.995),
-        ("ssti", 0.955),
+        ("ssti", 0.96),
         ("scanner", 0.965),
         ("log4shell", 0.995),
         ("rfi", 0.955),

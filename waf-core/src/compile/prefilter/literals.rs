@@ -8,7 +8,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use super::{set_bit, ScanScratch, Scanner};
 
 /// Groups with more literals than this get a contiguous NFA instead of a DFA.
-const DFA_MAX_LITERALS: usize = 500;
+pub(super) const DFA_MAX_LITERALS: usize = 500;
 
 /// The automaton of one group.
 #[derive(Debug)]

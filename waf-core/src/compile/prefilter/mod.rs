@@ -108,6 +108,8 @@ pub(crate) struct Prefilter {
     /// of a value answers every group whose chain left the value unchanged but for ASCII
     /// case (see [`Union`]).
     pub(crate) union: Option<(std::sync::Arc<Union>, u32)>,
+    /// Whether the group's literals are in the union (see [`Prefilter::union`]).
+    in_union: bool,
     #[cfg(feature = "hyperscan")]
     hyperscan: Option<hyperscan::HyperscanScanner>,
     /// Bits set on every scan: rules whose pattern a back-end refused after they got a bit.
@@ -380,16 +382,22 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         #[cfg(not(feature = "hyperscan"))]
         always.extend(draft.patterns.iter().map(|c| c.bit));
         always.sort_unstable();
-        for (l, bits) in &draft.literals {
-            let entry = union_literals.entry(l.to_ascii_lowercase()).or_default();
-            entry.extend(bits.iter().map(|&b| (draft.index, b)));
+        // Groups too big for a DFA scan with their own (compact) automaton anyway; in the
+        // union they would multiply its size and build time for little sharing.
+        let in_union = draft.literals.len() <= literals::DFA_MAX_LITERALS;
+        if in_union {
+            for (l, bits) in &draft.literals {
+                let entry = union_literals.entry(l.to_ascii_lowercase()).or_default();
+                entry.extend(bits.iter().map(|&b| (draft.index, b)));
+            }
         }
         let literals = literals::LiteralScanner::build(std::mem::take(&mut draft.literals));
         out.push((
             draft.index,
             Prefilter {
-                literals,
                 union: None,
+                in_union: in_union && literals.is_some(),
+                literals,
                 #[cfg(feature = "hyperscan")]
                 hyperscan,
                 always,
@@ -403,7 +411,7 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
     let mut prefilters: Vec<Prefilter> = out.into_iter().map(|(_, p)| p).collect();
     if let Some(union) = Union::build(union_literals).map(std::sync::Arc::new) {
         for (i, p) in prefilters.iter_mut().enumerate() {
-            if p.literals.is_some() {
+            if p.in_union {
                 p.union = Some((std::sync::Arc::clone(&union), i as u32));
             }
         }
