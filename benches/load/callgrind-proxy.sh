@@ -9,6 +9,7 @@
 #                     # WAF rules off + the "protected" policy and security headers (run.sh's
 #                     # proxy-protected variant: load/protected-policy.sh)
 #   EXTRA_TOML='[state] ...' MODE=protected ...   # lines appended to the config (load/fleet.sh)
+#   BY_CRATE=1 benches/load/callgrind-proxy.sh  # also Ir per request by crate
 #
 # The backend is nginx answering the load benchmark's 389-byte page from memory; wrk drives
 # the proxy (1 thread, 8 connections, keep-alive) while it runs under
@@ -116,6 +117,27 @@ served() {
     awk '/^waf_proxy_requests_total/ { n += $NF } END { print n + 0 }'
 }
 
+# BY_CRATE=1: exclusive Ir per request summed by the crate of each function's symbol
+# (`hyper::...`, `<http::...>`, `drop_in_place<waf_proxy::...>`); malloc and libc's mem*
+# on their own lines. Also: by_crate FILE REQUESTS after sourcing nothing else.
+by_crate() {
+  callgrind_annotate --threshold=100 --auto=no "$1" 2>/dev/null | sed -n '/file:function/,$p' |
+    awk -v n="$2" '
+    /^ *[0-9,]+ / {
+      ir = $1; gsub(",", "", ir); f = $0
+      sub(/^ *[0-9,]+ *(\([^)]*\))? */, "", f); sub(/ \[[^]]*\]$/, "", f)
+      fn = substr(f, index(f, ":") + 1)
+      if (fn ~ /^__rustc::|^malloc|^free|^_int_|^unlink_chunk|^realloc|^cfree/) c = "malloc"
+      else if (fn ~ /^__mem|^mem/) c = "libc mem*"
+      else {
+        g = fn; sub(/^<+/, "", g); sub(/^core::ptr::drop_in_place<+/, "", g)
+        c = match(g, /^[a-z_][a-z0-9_]*::/) ? substr(g, 1, RLENGTH - 2) : "other"
+      }
+      sum[c] += ir
+    }
+    END { for (c in sum) if (sum[c] / n >= 50) printf "  %8.0f %s\n", sum[c] / n, c }' | sort -rn
+}
+
 echo "callgrind-proxy: $(git rev-parse --short HEAD), mode $MODE, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in $SCENARIOS; do
   out="$OUT_DIR/callgrind.$s.$MODE.out"
@@ -125,7 +147,7 @@ for s in $SCENARIOS; do
   vpid=$!
   PIDS+=($vpid)
   for _ in $(seq 1 600); do
-    if grep -q started "$WORK/proxy.log"; then break; fi
+    if grep -q started "$WORK/proxy.log" 2>/dev/null; then break; fi
     sleep 0.1
   done
   grep -q started "$WORK/proxy.log" || { cat "$WORK/proxy.log" >&2; exit 1; }
@@ -151,4 +173,5 @@ for s in $SCENARIOS; do
   ir=$(awk '/^totals:/ { print $2 }' "$out")
   awk -v ir="$ir" -v n="$((n1 - n0))" -v s="$s" 'BEGIN {
     printf "%-14s %12.0f Ir over %d requests: %.0f Ir/request\n", s, ir, n, ir / n }'
+  if [ -n "${BY_CRATE:-}" ]; then by_crate "$out" "$((n1 - n0))"; fi
 done

@@ -6,6 +6,7 @@
 #
 #   benches/load/run.sh                          # every gateway, every scenario
 #   DURATION=5s benches/load/run.sh              # shorter measurements
+#   SKIP_BUILD=1 WAF_PROXY_BIN=... PROFILE_BIN=... benches/load/run.sh   # given binaries
 #   GATEWAYS="nginx modsec" SCENARIOS=tls_new_conn benches/load/run.sh
 #
 # Gateways (one that cannot run here is listed as skipped, with the reason):
@@ -172,9 +173,13 @@ need pgrep "procps"
 
 # The same package set as `cargo build --release -p waf-proxy -p waf-bench`, so nothing is
 # rebuilt with other features.
-cargo build -q --release -p waf-proxy -p waf-bench
-cargo build -q --profile release-lto -p waf-proxy
-PROFILE_BIN="$CARGO_TARGET_DIR/release/waf-profile"
+# SKIP_BUILD=1 uses the binaries as they are (WAF_PROXY_BIN, PROFILE_BIN), e.g. a release
+# build measured while a release-lto one would take too long on a shared machine.
+if [ -z "${SKIP_BUILD:-}" ]; then
+  cargo build -q --release -p waf-proxy -p waf-bench
+  cargo build -q --profile release-lto -p waf-proxy
+fi
+PROFILE_BIN="${PROFILE_BIN:-$CARGO_TARGET_DIR/release/waf-profile}"
 "$PROFILE_BIN" --print-config 1 >"$WORK/crs-pl1.conf"
 "$PROFILE_BIN" --print-body post_json_10k >"$WORK/body.json"
 cat >"$WORK/post.lua" <<EOF

@@ -35,7 +35,7 @@
 //! name = "app"
 //! servers = ["127.0.0.1:3000", "127.0.0.1:3001"]   # round robin
 //! connect_timeout_ms = 2000            # then the next server, or 502
-//! read_timeout_ms = 30000              # until the response head; then 504
+//! read_timeout_ms = 30000              # until the response head; then 504 (checked every 250 ms)
 //! idle_timeout_ms = 60000              # pooled idle connections are closed after this
 //! fail_timeout_ms = 10000              # a server that failed is skipped this long
 //! max_idle_per_server = 64

@@ -43,15 +43,26 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     }
     if present & 1 != 0 {
         // `Connection` (HOP_BY_HOP[0]) may name more; `keep-alive` and `close` name none.
-        let named: Vec<HeaderName> = h
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .filter(|n| !n.eq_ignore_ascii_case("keep-alive") && !n.eq_ignore_ascii_case("close"))
-            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
-            .collect();
+        // Most messages say only `keep-alive` or `close`: nothing is collected then.
+        let mut named: Vec<HeaderName> = Vec::new();
+        for v in h.get_all(header::CONNECTION) {
+            let v = v.as_bytes();
+            if v.eq_ignore_ascii_case(b"keep-alive") || v.eq_ignore_ascii_case(b"close") {
+                continue;
+            }
+            for n in v.split(|&b| b == b',') {
+                let n = n.trim_ascii();
+                if n.is_empty()
+                    || n.eq_ignore_ascii_case(b"keep-alive")
+                    || n.eq_ignore_ascii_case(b"close")
+                {
+                    continue;
+                }
+                if let Ok(n) = HeaderName::from_bytes(n) {
+                    named.push(n);
+                }
+            }
+        }
         for n in named {
             h.remove(n);
         }
@@ -86,13 +97,26 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
-/// A peer address as the forwarding headers write it, formatted once per connection.
-#[derive(Clone, Debug)]
+/// A peer address as the forwarding headers write it, formatted once per connection, and
+/// the last requested host's `X-Forwarded-Host` and `Forwarded` values (a keep-alive
+/// connection asks for the same host again and again; the values are then shared, not
+/// rebuilt and validated per request).
+#[derive(Debug)]
 pub struct PeerText {
     /// The address: `X-Forwarded-For`'s element.
     pub addr: HeaderValue,
     /// `Forwarded`'s node: the address, or `"[v6]"` quoted.
     pub node: String,
+    last: std::sync::Mutex<Option<HostValues>>,
+}
+
+/// The forwarding values of one requested host on one connection.
+#[derive(Debug, Clone)]
+struct HostValues {
+    host: String,
+    https: bool,
+    x_forwarded_host: Option<HeaderValue>,
+    forwarded: Option<HeaderValue>,
 }
 
 impl PeerText {
@@ -107,7 +131,36 @@ impl PeerText {
             // An address's text is always a valid header value.
             addr: HeaderValue::from_str(&addr).unwrap_or(HeaderValue::from_static("unknown")),
             node,
+            last: std::sync::Mutex::new(None),
         }
+    }
+
+    /// `X-Forwarded-Host` and this hop's `Forwarded` element for `host`, from the
+    /// connection's last request when it named the same host.
+    fn host_values(&self, host: &str, https: bool) -> HostValues {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = last.as_ref().filter(|v| v.https == https && v.host == host) {
+            return v.clone();
+        }
+        let proto = if https { "https" } else { "http" };
+        let mut me = String::with_capacity(32 + self.node.len() + host.len());
+        me.push_str("for=");
+        me.push_str(&self.node);
+        me.push_str(";proto=");
+        me.push_str(proto);
+        if !host.is_empty() && host.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
+            me.push_str(";host=\"");
+            me.push_str(host);
+            me.push('"');
+        }
+        let v = HostValues {
+            host: host.to_string(),
+            https,
+            x_forwarded_host: HeaderValue::from_str(host).ok(),
+            forwarded: HeaderValue::from_maybe_shared(bytes::Bytes::from(me)).ok(),
+        };
+        *last = Some(v.clone());
+        v
     }
 }
 
@@ -123,6 +176,8 @@ pub fn set_forwarding(
     original_host: &str,
 ) {
     let proto = if https { "https" } else { "http" };
+    let values =
+        (host.x_forwarded || host.forwarded).then(|| peer.host_values(original_host, https));
     if host.x_forwarded {
         let prev = if trusted_peer {
             h.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok())
@@ -140,7 +195,7 @@ pub fn set_forwarding(
             h.insert(X_FORWARDED_PROTO, HeaderValue::from_static(proto));
         }
         if !(trusted_peer && h.contains_key(&X_FORWARDED_HOST)) {
-            if let Ok(v) = HeaderValue::from_str(original_host) {
+            if let Some(v) = values.as_ref().and_then(|v| v.x_forwarded_host.clone()) {
                 h.insert(X_FORWARDED_HOST, v);
             }
         }
@@ -148,25 +203,18 @@ pub fn set_forwarding(
         h.remove(&X_FORWARDED_FOR);
     }
     if host.forwarded {
-        let mut me = String::with_capacity(32 + peer.node.len() + original_host.len());
-        me.push_str("for=");
-        me.push_str(&peer.node);
-        me.push_str(";proto=");
-        me.push_str(proto);
-        if !original_host.is_empty()
-            && original_host
-                .bytes()
-                .all(|b| b.is_ascii_graphic() && b != b'"')
-        {
-            me.push_str(";host=\"");
-            me.push_str(original_host);
-            me.push('"');
-        }
-        let value = match h.get(header::FORWARDED).and_then(|v| v.to_str().ok()) {
-            Some(prev) if trusted_peer => format!("{prev}, {me}"),
-            _ => me,
+        let me = values.and_then(|v| v.forwarded);
+        let prev = h
+            .get(header::FORWARDED)
+            .filter(|_| trusted_peer)
+            .and_then(|v| v.to_str().ok());
+        let value = match (prev, me) {
+            (Some(prev), Some(me)) => {
+                HeaderValue::from_str(&format!("{prev}, {}", me.to_str().unwrap_or(""))).ok()
+            }
+            (_, me) => me,
         };
-        if let Ok(v) = HeaderValue::from_str(&value) {
+        if let Some(v) = value {
             h.insert(header::FORWARDED, v);
         }
     } else if !trusted_peer {
@@ -256,5 +304,32 @@ mod tests {
         strip_hop_by_hop(&mut h);
         assert_eq!(h.len(), 1);
         assert!(h.contains_key("x-kept"));
+    }
+
+    #[test]
+    fn forwarding_values_follow_the_requested_host_on_one_connection() {
+        let c = crate::config::Config::parse(
+            std::path::Path::new("t.toml"),
+            "[[upstream]]\nname='a'\nservers=['127.0.0.1:1']\n[[host]]\nnames=['*']\nupstream='a'\n",
+        )
+        .unwrap();
+        let host = &c.hosts[0];
+        let peer = PeerText::new("2001:db8::1".parse().unwrap());
+        // The same connection asks for one host, another, then the first again (the
+        // values are kept per connection for its last host only).
+        for (name, https) in [("a.test", false), ("b.test", false), ("a.test", true)] {
+            let mut h = map(&[("forwarded", "for=1.2.3.4"), ("x-forwarded-host", "evil")]);
+            set_forwarding(&mut h, host, &peer, false, https, name);
+            let proto = if https { "https" } else { "http" };
+            assert_eq!(h["x-forwarded-host"], name);
+            assert_eq!(h["x-forwarded-proto"], proto);
+            assert_eq!(h["x-forwarded-for"], "2001:db8::1");
+            let want = format!("for=\"[2001:db8::1]\";proto={proto};host=\"{name}\"");
+            assert_eq!(h["forwarded"], want.as_str());
+            // From a trusted proxy the chain is kept and this hop appended.
+            let mut h = map(&[("forwarded", "for=1.2.3.4")]);
+            set_forwarding(&mut h, host, &peer, true, https, name);
+            assert_eq!(h["forwarded"], format!("for=1.2.3.4, {want}").as_str());
+        }
     }
 }

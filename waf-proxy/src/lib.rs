@@ -28,6 +28,7 @@
 
 pub mod client;
 pub mod config;
+pub mod deadline;
 pub mod demo;
 pub mod edge;
 pub mod fleet;

@@ -195,11 +195,15 @@ fn worker(
         // hyper's header-read timeout and the upstream read timeout made one such write per
         // request (strace). With this tick pending, per-request timers (seconds away) are
         // never the soonest, and the driver sleeps at most one tick.
+        // The same tick sweeps the worker's coarse deadlines (`deadline`: the upstream
+        // read timeout, without a timer per request).
+        crate::deadline::enable_sweep();
         tokio::spawn(async {
             let mut tick = tokio::time::interval(WORKER_TICK);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
+                crate::deadline::sweep(std::time::Instant::now());
             }
         });
         let graceful = Arc::new(GracefulShutdown::new());

@@ -294,6 +294,13 @@ fn rewrite_target(target: &[u8]) -> Option<Vec<u8>> {
     } else {
         return None;
     };
+    // Most targets have none of the bytes that may need encoding: one table lookup a byte.
+    if !target[path_start..]
+        .iter()
+        .any(|&b| MAY_NEED_ENCODING[b as usize])
+    {
+        return None;
+    }
     let utf8 = std::str::from_utf8(target).is_ok();
     let mut in_query = false;
     let mut needs = false;
@@ -332,6 +339,22 @@ fn rewrite_target(target: &[u8]) -> Option<Vec<u8>> {
 
 /// Whether `http` 1.x's path or query table refuses `b` (its `build_path_map` and
 /// `build_query_map`).
+/// The bytes [`refused`] may answer `true` for, and `#` (which always needs encoding).
+static MAY_NEED_ENCODING: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x80;
+    while b < 256 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'<' as usize] = true;
+    t[b'>' as usize] = true;
+    t[b'"' as usize] = true;
+    t[b'`' as usize] = true;
+    t[b'#' as usize] = true;
+    t
+};
+
 fn refused(b: u8, in_query: bool, utf8: bool) -> bool {
     match b {
         0x80..=0xff => !utf8,

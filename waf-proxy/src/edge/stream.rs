@@ -150,19 +150,7 @@ impl<S> Guarded<S> {
                                 }
                             };
                             self.ledger.push(Entry::Pass { raw_target });
-                            // After an Upgrade request the bytes may be another protocol
-                            // (WebSocket): they pass unchecked. The proxy closes the
-                            // connection after any answer but 101, so no HTTP/1 request
-                            // follows unchecked.
-                            self.state = if upgrade {
-                                State::Through
-                            } else {
-                                match framing {
-                                    Framing::None => State::Head { first: false },
-                                    Framing::Length(n) => State::Body(n),
-                                    Framing::Chunked => State::ChunkSize,
-                                }
-                            };
+                            self.state = after_head(framing, upgrade);
                         }
                     }
                 }
@@ -209,27 +197,88 @@ impl<S> Guarded<S> {
                         break;
                     };
                     let line = self.raw.split_to(lf + 1);
-                    let text = line.strip_suffix(b"\n").unwrap_or(&line);
-                    let text = text.strip_suffix(b"\r").unwrap_or(text);
-                    let next = if matches!(self.state, State::Trailers) {
-                        if text.is_empty() {
-                            State::Head { first: false }
-                        } else {
-                            State::Trailers
-                        }
-                    } else {
-                        match chunk_size(text) {
-                            Some(0) => State::Trailers,
-                            Some(n) => State::ChunkData(n),
-                            None => State::Through,
-                        }
-                    };
+                    let next = after_line(&self.state, &line);
                     self.emit(line);
                     self.state = next;
                 }
             }
         }
         before != self.raw.len() || !self.out.is_empty()
+    }
+
+    /// How many bytes at the front of `b` go to hyper as they are, following their framing
+    /// (the state moves past them, and each head passed is checked and entered in the
+    /// ledger). It stops before what must be held or replaced: a head not yet complete, a
+    /// head to rewrite or refuse, a chunk line cut off or malformed; [`Self::advance`] takes
+    /// it from there, as it would have from the start. The first head never comes here (see
+    /// [`Self::first_head`]).
+    fn pass_through(&mut self, b: &[u8]) -> usize {
+        let mut i = 0;
+        while i < b.len() {
+            let rest = &b[i..];
+            match self.state {
+                State::Through => return b.len(),
+                State::Refused | State::Head { first: true } => return i,
+                State::Head { first: false } => {
+                    let Some(end) = head_end(rest) else {
+                        return i;
+                    };
+                    match check(&rest[..end], &self.limits) {
+                        Checked::Pass {
+                            framing,
+                            upgrade,
+                            rewritten: None,
+                        } => {
+                            self.ledger.push(Entry::Pass { raw_target: None });
+                            self.state = after_head(framing, upgrade);
+                            i += end;
+                        }
+                        _ => return i,
+                    }
+                }
+                State::Body(n) => {
+                    let k = (rest.len() as u64).min(n);
+                    i += k as usize;
+                    self.state = if k == n {
+                        State::Head { first: false }
+                    } else {
+                        State::Body(n - k)
+                    };
+                }
+                State::ChunkData(n) => {
+                    let k = (rest.len() as u64).min(n);
+                    i += k as usize;
+                    self.state = if k == n {
+                        State::ChunkEnd
+                    } else {
+                        State::ChunkData(n - k)
+                    };
+                }
+                State::ChunkEnd => {
+                    let n = if rest.starts_with(b"\n") {
+                        1
+                    } else if rest.starts_with(b"\r\n") {
+                        2
+                    } else {
+                        return i;
+                    };
+                    i += n;
+                    self.state = State::ChunkSize;
+                }
+                State::ChunkSize | State::Trailers => {
+                    let Some(lf) = rest.iter().position(|&c| c == b'\n') else {
+                        return i;
+                    };
+                    let next = after_line(&self.state, &rest[..=lf]);
+                    if matches!(next, State::Through) {
+                        return i;
+                    }
+                    i += lf + 1;
+                    self.state = next;
+                }
+            }
+        }
+        i
     }
 
     fn emit(&mut self, b: BytesMut) {
@@ -245,6 +294,39 @@ impl<S> Guarded<S> {
         self.emit(BytesMut::from(PLACEHOLDER));
         self.raw.clear();
         self.state = State::Refused;
+    }
+}
+
+/// The state after a passed head. After an Upgrade request the bytes may be another
+/// protocol (WebSocket): they pass unchecked. The proxy closes the connection after any
+/// answer but 101, so no HTTP/1 request follows unchecked.
+fn after_head(framing: Framing, upgrade: bool) -> State {
+    if upgrade {
+        return State::Through;
+    }
+    match framing {
+        Framing::None => State::Head { first: false },
+        Framing::Length(n) => State::Body(n),
+        Framing::Chunked => State::ChunkSize,
+    }
+}
+
+/// The state after a chunk-size or trailer line (`line` ends with its LF).
+fn after_line(state: &State, line: &[u8]) -> State {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    if matches!(state, State::Trailers) {
+        if text.is_empty() {
+            State::Head { first: false }
+        } else {
+            State::Trailers
+        }
+    } else {
+        match chunk_size(text) {
+            Some(0) => State::Trailers,
+            Some(n) => State::ChunkData(n),
+            None => State::Through,
+        }
     }
 }
 
@@ -301,6 +383,35 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
                 // The handler answers the placeholder with `Connection: close`; until
                 // hyper closes, there is nothing more to read.
                 return Poll::Pending;
+            }
+            if this.raw.is_empty()
+                && !this.eof
+                && buf.remaining() > 0
+                && !matches!(this.state, State::Head { first: true })
+            {
+                // Nothing held back: read straight into hyper's buffer and check the bytes
+                // where they landed; only what must be held or replaced is taken back.
+                let start = buf.filled().len();
+                match Pin::new(&mut this.inner).poll_read(cx, buf) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) => {}
+                }
+                let filled = &buf.filled()[start..];
+                if filled.is_empty() {
+                    this.eof = true;
+                    return Poll::Ready(Ok(()));
+                }
+                let pass = this.pass_through(filled);
+                if pass < filled.len() {
+                    this.raw.extend_from_slice(&filled[pass..]);
+                    buf.set_filled(start + pass);
+                    this.advance();
+                }
+                if pass > 0 {
+                    return Poll::Ready(Ok(()));
+                }
+                continue;
             }
             if this.eof {
                 if this.advance() && !this.out.is_empty() {
@@ -401,9 +512,10 @@ mod tests {
         max_headers: 50,
     };
 
-    /// Feeds `input` in pieces of `step` bytes; returns what hyper would read and the
-    /// ledger's entries.
-    async fn run(input: &[u8], step: usize) -> (Vec<u8>, Vec<Entry>) {
+    /// Feeds `input` in pieces of `step` bytes, read `read` bytes at a time (7: every head is
+    /// held and copied; 4096: whole heads are checked in the reader's buffer); returns what
+    /// hyper would read and the ledger's entries.
+    async fn run_with(input: &[u8], step: usize, read: usize) -> (Vec<u8>, Vec<Entry>) {
         let (mut client, server) = tokio::io::duplex(64);
         let ledger = Arc::new(Ledger::default());
         let mut g = Guarded::new(server, L, ledger.clone());
@@ -417,7 +529,7 @@ mod tests {
             client
         });
         let mut out = Vec::new();
-        let mut buf = [0u8; 7];
+        let mut buf = vec![0u8; read];
         loop {
             let r =
                 tokio::time::timeout(std::time::Duration::from_millis(200), g.read(&mut buf)).await;
@@ -433,6 +545,19 @@ mod tests {
             entries.push(e);
         }
         (out, entries)
+    }
+
+    /// [`run_with`] with both read sizes; the answers must agree.
+    async fn run(input: &[u8], step: usize) -> (Vec<u8>, Vec<Entry>) {
+        let small = run_with(input, step, 7).await;
+        let large = run_with(input, step, 4096).await;
+        assert_eq!(
+            String::from_utf8_lossy(&small.0),
+            String::from_utf8_lossy(&large.0),
+            "step {step}"
+        );
+        assert_eq!(small.1, large.1, "step {step}");
+        large
     }
 
     #[tokio::test]
@@ -464,6 +589,32 @@ mod tests {
                     super::super::head::Reason::TransferEncodingAndContentLength
                 )]
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refusal_after_passed_requests_comes_in_its_place() {
+        let ok: &[u8] = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nPOST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nxyz";
+        let bad: &[u8] = b"POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\nGET /admin HTTP/1.1\r\nHost: a\r\n\r\n";
+        let input = [ok, bad].concat();
+        for step in [1, 4, 13, 1000] {
+            let (out, entries) = run(&input, step).await;
+            assert_eq!(out, [ok, PLACEHOLDER].concat(), "step {step}");
+            let pass = Entry::Pass { raw_target: None };
+            let refuse =
+                Entry::Refuse(super::super::head::Reason::TransferEncodingAndContentLength);
+            assert_eq!(entries, vec![pass.clone(), pass, refuse], "step {step}");
+        }
+    }
+
+    #[tokio::test]
+    async fn bare_lf_chunks_and_upgrades_are_followed() {
+        let input: &[u8] = b"GET / HTTP/1.1\nHost: a\n\nPOST / HTTP/1.1\nHost: a\nTransfer-Encoding: chunked\n\n3\nabc\n0\n\nGET /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n\x81\x05hello GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n";
+        for step in [1, 5, 1000] {
+            let (out, entries) = run(input, step).await;
+            assert_eq!(out, input, "step {step}");
+            // The bytes after the Upgrade head are not HTTP/1 any more: not checked.
+            assert_eq!(entries.len(), 3, "step {step}");
         }
     }
 

@@ -36,7 +36,9 @@ pub(super) struct Finish {
     pub(super) shared: Arc<Shared>,
     pub(super) state: Arc<State>,
     pub(super) host: Option<usize>,
-    pub(super) tx: Option<Transaction>,
+    /// Boxed: inline, the transaction made `Finish` large enough that building it (and the
+    /// record) cost two long copies per request even with no transaction.
+    pub(super) tx: Option<Box<Transaction>>,
     pub(super) rec: Record,
     pub(super) inspect_response: bool,
     pub(super) response_ended: bool,
@@ -59,7 +61,9 @@ pub(super) struct Record {
     pub(super) host: String,
     #[serde(serialize_with = "ser_display")]
     pub(super) method: http::Method,
-    pub(super) path: String,
+    /// The path as sent, made text only when a line is written.
+    #[serde(serialize_with = "ser_path")]
+    pub(super) path: LogPath,
     pub(super) status: u16,
     pub(super) bytes_in: u64,
     pub(super) bytes_out: u64,
@@ -88,6 +92,34 @@ pub(super) struct Record {
     pub(super) upstream_time: Option<Duration>,
 }
 
+/// The request path of a log record, kept as the request had it (a reference-counted
+/// URI or the raw target) and made text only when a line is written.
+#[derive(Clone, Debug, Default)]
+pub(super) enum LogPath {
+    /// None known (refused before a request existed).
+    #[default]
+    None,
+    /// The parsed URI's path.
+    Uri(http::Uri),
+    /// The raw target as the client sent it (its path is logged).
+    Raw(Bytes),
+}
+
+impl LogPath {
+    /// The path as text (bytes that are not UTF-8 replaced).
+    pub(super) fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            LogPath::None => "".into(),
+            LogPath::Uri(u) => u.path().into(),
+            LogPath::Raw(raw) => String::from_utf8_lossy(super::request::raw_path(raw)),
+        }
+    }
+}
+
+fn ser_path<S: serde::Serializer>(p: &LogPath, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.text())
+}
+
 fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&rfc3339(*t))
 }
@@ -114,7 +146,7 @@ impl Record {
             client_ip: IpAddr::from([0, 0, 0, 0]),
             host: String::new(),
             method: http::Method::GET,
-            path: String::new(),
+            path: LogPath::None,
             status: 0,
             bytes_in: 0,
             bytes_out: 0,
@@ -149,7 +181,7 @@ impl Finish {
             shared: conn.shared.clone(),
             state,
             host,
-            tx,
+            tx: tx.map(Box::new),
             rec,
             inspect_response: false,
             response_ended: false,
@@ -376,7 +408,7 @@ fn audit_record<'a>(rec: &'a Record, r: &'a Report) -> serde_json::Value {
         "client_ip": rec.client_ip,
         "host": rec.host,
         "method": rec.method.as_str(),
-        "path": rec.path,
+        "path": rec.path.text(),
         "status": rec.status,
         "action": rec.action,
         "inbound_anomaly_score": r.inbound_anomaly_score,

@@ -99,7 +99,6 @@ async fn serve(req: Request<Incoming>, conn: Arc<ConnCtx>) -> Response<ResBody> 
         body,
         mut fin,
         host,
-        host_name,
         declared,
         ..
     } = admitted;
@@ -108,5 +107,5 @@ async fn serve(req: Request<Incoming>, conn: Arc<ConnCtx>) -> Response<ResBody> 
         Ok(s) => s,
         Err(resp) => return *resp,
     };
-    upstream::forward(parts, sent, fin, host, &state, &conn, &host_name).await
+    upstream::forward(parts, sent, fin, host, &state, &conn).await
 }

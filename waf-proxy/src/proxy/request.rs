@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use waf_core::host;
 use waf_core::{ConnectionInfo, EngineMode, Verdict};
 
-use super::logging::{fallback_id, Finish, Record, ResBody};
+use super::logging::{fallback_id, Finish, LogPath, Record, ResBody};
 use super::ConnCtx;
 use crate::edge::{Entry, Reason};
 use crate::state::State;
@@ -22,10 +22,8 @@ pub(super) struct Admitted {
     pub(super) parts: http::request::Parts,
     pub(super) body: Incoming,
     pub(super) fin: Box<Finish>,
-    /// Index of the host in `State::hosts`.
+    /// Index of the host in `State::hosts` (the requested name is `fin.rec.host`).
     pub(super) host: usize,
-    /// The requested name (for `X-Forwarded-Host`).
-    pub(super) host_name: String,
     /// The declared `Content-Length`.
     pub(super) declared: Option<u64>,
     /// A gate endpoint (challenge answer, sign-in): answered by [`super::gate`], not
@@ -60,13 +58,15 @@ pub(super) fn filter(
     let mut rec = Record::blank(started);
     rec.time = SystemTime::now();
     rec.client_ip = client_ip;
-    rec.host = host_name.clone().unwrap_or_default();
     rec.method = req.method().clone();
     rec.path = match &raw_target {
-        Some(raw) => String::from_utf8_lossy(raw_path(raw)).into_owned(),
-        None => req.uri().path().to_string(),
+        Some(raw) => LogPath::Raw(raw.clone()),
+        None => LogPath::Uri(req.uri().clone()),
     };
-    let Some(hi) = state.find_host(host_name.as_deref()) else {
+    let found = state.find_host(host_name.as_deref());
+    // The name moves into the record; the forwarding headers read it from there.
+    rec.host = host_name.unwrap_or_default();
+    let Some(hi) = found else {
         rec.request_id = fallback_id();
         rec.action = "no_host";
         let mut fin = Finish::new(conn, state.clone(), None, None, rec);
@@ -96,16 +96,16 @@ pub(super) fn filter(
     let id_header = &host.options.request_id_header;
     let trusted_id = host::request_id(req.headers(), trusted_peer, id_header);
     let (parts, body) = req.into_parts();
+    if host.waf.engine_mode() == EngineMode::Off && !host.waf.has_policy() {
+        // No transaction, so no block page: the request's `Accept` is not needed.
+        rec.request_id = trusted_id.unwrap_or_else(fallback_id);
+        let fin = Finish::new(conn, state.clone(), Some(hi), None, rec);
+        return admit(parts, body, fin, hi, host);
+    }
     let accept = parts
         .headers
         .get(header::ACCEPT)
         .map(|v| v.as_bytes().to_vec());
-    if host.waf.engine_mode() == EngineMode::Off && !host.waf.has_policy() {
-        rec.request_id = trusted_id.unwrap_or_else(fallback_id);
-        let mut fin = Finish::new(conn, state.clone(), Some(hi), None, rec);
-        fin.accept = accept;
-        return admit(parts, body, fin, hi, host, host_name);
-    }
     let conn_info = ConnectionInfo::new(SocketAddr::new(client_ip, conn.peer.port()), conn.local)
         .with_tls(conn.https);
     let now = SystemTime::now();
@@ -132,7 +132,7 @@ pub(super) fn filter(
         return Err(Box::new(fin.block(&i)));
     }
     let gate = host.waf.is_gate_path(parts.uri.path().as_bytes());
-    let mut a = admit(parts, body, fin, hi, host, host_name)?;
+    let mut a = admit(parts, body, fin, hi, host)?;
     a.gate = gate;
     Ok(a)
 }
@@ -144,7 +144,6 @@ fn admit(
     mut fin: Box<Finish>,
     hi: usize,
     host: &crate::state::Host,
-    host_name: Option<String>,
 ) -> Result<Admitted, Box<Response<ResBody>>> {
     // The body limit, on the declared length first.
     let declared = parts
@@ -164,7 +163,6 @@ fn admit(
         body,
         fin,
         host: hi,
-        host_name: host_name.unwrap_or_default(),
         declared,
         gate: false,
     })
@@ -195,7 +193,7 @@ pub(super) fn refused(
 }
 
 /// The path of a raw request target (origin or absolute form), without the query.
-fn raw_path(raw: &[u8]) -> &[u8] {
+pub(super) fn raw_path(raw: &[u8]) -> &[u8] {
     let t = origin_form(raw);
     let end = t
         .iter()
@@ -223,12 +221,10 @@ fn origin_form(raw: &[u8]) -> &[u8] {
 /// lower-cased, port removed.
 fn request_host(req: &Request<Incoming>) -> Option<String> {
     let raw = match req.uri().authority() {
-        Some(a) => a.host().to_string(),
-        None => {
-            let h = req.headers().get(header::HOST)?.to_str().ok()?;
-            strip_port(h).to_string()
-        }
+        Some(a) => a.host(),
+        None => strip_port(req.headers().get(header::HOST)?.to_str().ok()?),
     };
+    // One allocation: the lower-cased copy.
     Some(raw.trim_end_matches('.').to_ascii_lowercase())
 }
 

@@ -184,9 +184,8 @@ impl Body for Prefixed {
 
 pub(super) fn add_host_headers(h: &mut http::HeaderMap, host: &Host, https: bool) {
     for (n, v) in &host.security_headers {
-        if !h.contains_key(n) {
-            h.insert(n.clone(), v.clone());
-        }
+        // One lookup: kept when the upstream set its own.
+        h.entry(n).or_insert_with(|| v.clone());
     }
     if https {
         if let Some(v) = &host.hsts {

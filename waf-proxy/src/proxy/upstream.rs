@@ -29,7 +29,6 @@ pub(super) async fn forward(
     host: &Host,
     state: &State,
     conn: &ConnCtx,
-    host_name: &str,
 ) -> Response<ResBody> {
     let (mut stream, replay): (Option<ProxyBody>, Option<Bytes>) = match sent {
         Sent::Stream(b) => (Some(b), None),
@@ -37,7 +36,6 @@ pub(super) async fn forward(
     };
     // upstream_peer / upstream_request_filter.
     let upstream = state.upstreams[host.config.upstream].clone();
-    let original_host = host_name;
     let trusted_peer = state.config.trusted_proxies.contains(conn.peer.ip());
     let path = parts
         .uri
@@ -46,6 +44,8 @@ pub(super) async fn forward(
         .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
     // The request's own headers become the upstream's (nothing later reads them).
     let mut base_headers = std::mem::take(&mut parts.headers);
+    // Room for the forwarding headers and the request id at once (one growth, not several).
+    base_headers.reserve(6);
     // `Upgrade` (WebSocket): the one hop-by-hop exchange passed on, then bytes relayed.
     let upgrade = headers::upgrade_of(&base_headers);
     let mut client_upgrade = upgrade
@@ -74,7 +74,7 @@ pub(super) async fn forward(
         &conn.peer_text,
         trusted_peer,
         conn.https,
-        original_host,
+        &fin.rec.host,
     );
     if let Ok(v) = HeaderValue::from_str(&fin.rec.request_id) {
         base_headers.insert(host.options.request_id_header.clone(), v);
@@ -111,7 +111,8 @@ pub(super) async fn forward(
             server.tls,
             up_req,
         );
-        let result = tokio::time::timeout(upstream.config.read_timeout, sent).await;
+        // Coarse: fires up to one worker tick (250 ms) after the read timeout.
+        let result = crate::deadline::within(upstream.config.read_timeout, sent).await;
         match result {
             Ok(Ok(mut resp)) => {
                 let d = up_started.elapsed();
