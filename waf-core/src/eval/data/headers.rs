@@ -19,3 +19,25 @@ impl TxData {
         }
     }
 }
+
+/// Leaves out of the parsed `Cookie` pairs (`REQUEST_COOKIES`) each gate cookie the policy
+/// verified on this request: the first pair with its name and exactly the bytes the gate
+/// verified (see `policy::gate::VerifiedCookie` for why, and what stays inspected). Nothing
+/// to do, and no scan, when no gate verified a cookie.
+pub(crate) fn drop_verified_cookies(
+    pairs: &mut Vec<(Vec<u8>, Vec<u8>)>,
+    headers: &[(&[u8], &[u8])],
+    effects: &crate::policy::PolicyEffects,
+) {
+    for name in effects.verified_cookies() {
+        let Some(value) = crate::policy::gate::cookie_in(headers, name) else {
+            continue;
+        };
+        if let Some(i) = pairs
+            .iter()
+            .position(|(k, v)| k == name.as_bytes() && v == value)
+        {
+            pairs.remove(i);
+        }
+    }
+}

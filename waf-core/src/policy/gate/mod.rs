@@ -527,6 +527,46 @@ impl GateAnswerOut {
 
 const FORM_COOKIE: &str = "__waf_form";
 
+/// A gate cookie that the rules need not inspect once its gate verified it: it is our own
+/// signed token, its bytes checked by its MAC, and inspecting it costs CRS about 264,000
+/// instructions per request (a 161-byte cookie through every `REQUEST_COOKIES` rule,
+/// `benches/results/profiles-20261201T165845Z.md`, ladder level L3).
+///
+/// A gate that verified its cookie on a request marks it in [`super::PolicyEffects`]
+/// ([`super::PolicyEffects::verified_cookies`]); the rule engine then leaves that one pair
+/// (the first with the name and exactly the bytes the gate verified) out of
+/// `REQUEST_COOKIES` and `REQUEST_COOKIES_NAMES`. A forged, expired or moved cookie, a
+/// second cookie of the same name, or one on a path the gate does not cover is not
+/// verified, so it is inspected as any cookie. `REQUEST_HEADERS:Cookie` still carries the
+/// whole header (rewriting it would copy it on every request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VerifiedCookie {
+    /// `__waf_pass`, met by a challenge rule in the first policy step.
+    Pass = 1,
+    /// `__waf_admit`, an admitted visitor of a waiting room.
+    Admission = 2,
+    /// `__waf_session`, a valid, unrevoked sign-in session.
+    Session = 4,
+}
+
+impl VerifiedCookie {
+    /// Every kind, in bit order.
+    pub(crate) const ALL: [VerifiedCookie; 3] = [
+        VerifiedCookie::Pass,
+        VerifiedCookie::Admission,
+        VerifiedCookie::Session,
+    ];
+
+    /// The cookie's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            VerifiedCookie::Pass => challenge::PASS_COOKIE,
+            VerifiedCookie::Admission => queue::ADMIT_COOKIE,
+            VerifiedCookie::Session => signin::SESSION_COOKIE,
+        }
+    }
+}
+
 /// The intervention that carries a gate answer.
 pub(crate) fn intervention(status: StatusCode, message: &str) -> Intervention {
     Intervention {
@@ -547,7 +587,13 @@ pub(crate) fn wants_html(req: &Request<'_>) -> bool {
 
 /// The value of cookie `name` in `req` (the first one).
 pub(crate) fn cookie<'a>(req: &Request<'a>, name: &str) -> Option<&'a [u8]> {
-    for (k, v) in req.head.headers {
+    cookie_in(req.head.headers, name)
+}
+
+/// The value of cookie `name` in `headers` (the first one, trimmed): what every gate reads
+/// and verifies.
+pub(crate) fn cookie_in<'a>(headers: &[(&'a [u8], &'a [u8])], name: &str) -> Option<&'a [u8]> {
+    for (k, v) in headers {
         if !k.eq_ignore_ascii_case(b"cookie") {
             continue;
         }
