@@ -68,7 +68,8 @@
  * waits for the relay) and the visitor gets the "a code is on its way" page at once; a mail
  * the relay then refuses is logged by that thread (on stderr, which nginx sends to the
  * error log; never the code or the address), and the visitor can ask for a new code; a
- * full queue answers the "could not send" page (waf_answer_mail_failed). Subrequests are not
+ * full queue answers the "could not send" page (waf_answer_mail_failed). Codes and sign-out
+ * revocations are policy state, per worker process like the rest of it. Subrequests are not
  * inspected (their main request is). Internal redirects keep the transaction of the main
  * request, found again through its pool cleanup.
  *

@@ -1030,7 +1030,7 @@ fn set_cookie(resp: &str, name: &str) -> Option<String> {
 
 /// The gates served by the module: a cookie challenge round trip (the `/.waf/cookie` check
 /// answered by the library), the pass accepted, a waiting room of one admitting in order
-/// with the same pages as every host; sign-in (which needs mail) fails `nginx -t`.
+/// with the same pages as every host; sign-in without `waf_smtp` fails `nginx -t`.
 #[test]
 fn gates_cookie_challenge_and_waiting_room() {
     let (upstream, _seen) = start_upstream();
