@@ -772,6 +772,25 @@ fn verified_gate_cookies_are_not_inspected_unverified_ones_are() {
     assert!(!session.is_empty());
 }
 
+#[test]
+fn a_verified_admission_cookie_is_not_inspected() {
+    let config: PolicyConfig = toml::from_str(&format!("{KEYS}{ROOM}")).unwrap();
+    let w = Waf::builder()
+        .seclang(
+            "admit-rule",
+            "SecRuleEngine On\nSecRule REQUEST_COOKIES_NAMES \"@streq __waf_admit\" \"id:1,phase:1,deny,status:418\"\n",
+        )
+        .policy(config)
+        .build()
+        .unwrap();
+    let mut a = Client::browser("192.0.2.1");
+    assert!(matches!(a.get(&w, "/sale", at(0)), Got::Pass(_)));
+    assert!(a.cookie("__waf_admit").is_some());
+    // Admitted on /sale: verified, not inspected; on /home the room does not look at it.
+    assert!(matches!(a.get(&w, "/sale/item", at(1)), Got::Pass(_)));
+    assert!(matches!(a.get(&w, "/home", at(1)), Got::Block(418)));
+}
+
 fn gates(w: &Waf) -> &super::Gates {
     w.policy.gates.as_ref().unwrap()
 }
