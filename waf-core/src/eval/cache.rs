@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::compile::plan::Summary;
 use crate::compile::prefilter::{Prefilter, ScanScratch};
 use crate::eval::data::{TxData, ValueKey, SOURCES};
-use crate::transformations::Transformation;
+use crate::transformations::{features, Transformation};
 use crate::variables::{Selector, Variable};
 
 /// A multiplicative (Fx-style) hasher for the engine's internal maps, whose keys are
@@ -90,6 +90,9 @@ pub(crate) struct TransformCache {
     /// (collection, prefilter group) → for each rule bit, the positions of the values
     /// that passed the prefilter for it (see [`Candidates`]).
     candidates: HashMap<(Variable, u32), Candidates, FastState>,
+    /// For each row of `table`: the byte classes of the raw value
+    /// (`transformations::features`), 0 while not computed.
+    features: Vec<u32>,
     /// Operator results: (value, chain column, operator memo id) -> what the operator
     /// answered, so rules asking the same question of the same transformed value (the
     /// default profile scores some patterns twice, in text and outside it) evaluate once.
@@ -100,6 +103,10 @@ pub(crate) struct TransformCache {
     /// The prefilter back-ends' working memory (Hyperscan's scratch), kept across
     /// transactions with the rest of the cache.
     scan_scratch: ScanScratch,
+    /// Value → range of `hits`: the union patterns found in its raw bytes (see
+    /// [`crate::compile::prefilter::Union`]), scanned once per transaction.
+    union_hits: HashMap<ValueKey, (u32, u32), FastState>,
+    hits: Vec<u32>,
 }
 
 /// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
@@ -148,6 +155,7 @@ impl TransformCache {
             r.clear();
         }
         self.table.clear();
+        self.features.clear();
         self.arena.clear();
         self.spans.clear();
         self.prefiltered.clear();
@@ -155,6 +163,8 @@ impl TransformCache {
         self.candidates.clear();
         self.summaries.clear();
         self.memo.clear();
+        self.union_hits.clear();
+        self.hits.clear();
     }
 
     /// A remembered operator result (see [`TransformCache::remember`]).
@@ -179,6 +189,8 @@ impl TransformCache {
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
             && self.memo.capacity() <= 16 * 1024
+            && self.union_hits.capacity() <= 16 * 1024
+            && self.hits.capacity() <= 64 * 1024
     }
 
     /// Whether the rule with prefilter `bit` can match any value of the variable of
@@ -289,7 +301,7 @@ impl TransformCache {
                 Some(&offset) => &self.bits[offset..offset + prefilter.words],
                 None => {
                     scanned.fill(0);
-                    prefilter.scan(self.slice(slot, raw), &mut scanned, &mut scan_scratch);
+                    self.scan_group(key, slot, raw, prefilter, &mut scanned, &mut scan_scratch);
                     &scanned[..]
                 }
             };
@@ -346,6 +358,9 @@ impl TransformCache {
         }
         let offset = self.bits.len();
         self.bits.resize(offset + prefilter.words, 0);
+        // Single values and small collections scan with the group's own automaton (a
+        // DFA for most groups): on a few short values that costs less than the union's
+        // bigger automaton; the union pays off on big collections (`build_candidates`).
         let input = match slot {
             Slot::Raw => raw,
             Slot::Arena(i) => {
@@ -356,6 +371,43 @@ impl TransformCache {
         prefilter.scan(input, &mut self.bits[offset..], &mut self.scan_scratch);
         self.prefiltered.insert((key, group), offset);
         offset
+    }
+
+    /// Sets in `bits` what the group's prefilter lets through for value `key` after its
+    /// chain (`slot`). When the chain left the value as it was but for ASCII case, the
+    /// literal bits come from the value's one union scan (see
+    /// [`crate::compile::prefilter::Union`]); otherwise the group's own automaton scans
+    /// the transformed value.
+    fn scan_group(
+        &mut self,
+        key: ValueKey,
+        slot: Slot,
+        raw: &[u8],
+        prefilter: &Prefilter,
+        bits: &mut [u64],
+        scratch: &mut ScanScratch,
+    ) {
+        let input = self.slice(slot, raw);
+        let same = match slot {
+            Slot::Raw => true,
+            Slot::Arena(_) => input.eq_ignore_ascii_case(raw),
+        };
+        let Some((union, group)) = prefilter.union.as_ref().filter(|_| same) else {
+            prefilter.scan(input, bits, scratch);
+            return;
+        };
+        let (s, e) = match self.union_hits.get(&key) {
+            Some(&r) => r,
+            None => {
+                let s = self.hits.len();
+                union.scan(raw, &mut self.hits);
+                let r = (s as u32, self.hits.len() as u32);
+                self.union_hits.insert(key, r);
+                r
+            }
+        };
+        union.bits_of(&self.hits[s as usize..e as usize], *group, bits);
+        prefilter.scan_beside_literals(self.slice(slot, raw), bits, scratch);
     }
 
     /// The row of `key` in `table`, made on first use.
@@ -390,7 +442,8 @@ impl TransformCache {
         if n == 0 {
             return Slot::Raw;
         }
-        let base = self.row(key) * self.width.max(1);
+        let row = self.row(key);
+        let base = row * self.width.max(1);
         // `u32::MAX`: a step whose result is not kept (`compile::cache_columns`).
         let entry = |table: &[u32], id: u32| match id {
             u32::MAX => 0,
@@ -415,13 +468,30 @@ impl TransformCache {
                 break;
             }
         }
+        // The byte classes of the value the next step reads, while known (see
+        // `transformations::features`): a step they show cannot change it is passed by.
+        let mut features = match slot {
+            Slot::Raw => self.raw_features(row, raw),
+            Slot::Arena(_) => 0,
+        };
         for i in start..n {
-            let changed = match chain[i].apply(self.slice(slot, raw)) {
-                Cow::Borrowed(_) => None,
-                Cow::Owned(v) => Some(v),
+            let step = &chain[i];
+            let changed = if features != 0 && !step.may_change(features) {
+                None
+            } else {
+                match step.apply(self.slice(slot, raw)) {
+                    Cow::Borrowed(_) => None,
+                    Cow::Owned(v) => Some(v),
+                }
             };
             if let Some(v) = changed {
                 slot = self.keep(&v);
+                // Lower-casing only turns capitals into small letters: every other class
+                // is as it was.
+                features = match step {
+                    Transformation::Lowercase => features & !features::UPPER,
+                    _ => 0,
+                };
             }
             let code = match slot {
                 Slot::Raw => 1,
@@ -435,6 +505,17 @@ impl TransformCache {
             }
         }
         slot
+    }
+
+    /// The byte classes of the raw value of `row`, computed on first use.
+    fn raw_features(&mut self, row: usize, raw: &[u8]) -> u32 {
+        if self.features.len() <= row {
+            self.features.resize(row + 1, 0);
+        }
+        if self.features[row] == 0 {
+            self.features[row] = features::of(raw);
+        }
+        self.features[row]
     }
 
     /// Copies a transformed value into the arena.

@@ -31,6 +31,7 @@ mod cmd_line;
 mod compress_whitespace;
 mod css_decode;
 mod escape_seq_decode;
+pub(crate) mod features;
 mod hex;
 mod hex_decode;
 mod hex_encode;
@@ -240,6 +241,37 @@ impl Transformation {
             Transformation::UrlEncode => "urlEncode",
             Transformation::Utf8ToUnicode => "utf8toUnicode",
         }
+    }
+
+    /// Whether this step can change a value whose bytes have the classes `f` (see
+    /// [`features`]): false only when it certainly returns the value unchanged. Steps
+    /// without a rule here answer true and run.
+    pub(crate) fn may_change(&self, f: features::Features) -> bool {
+        use features::*;
+        let triggers = match self {
+            Transformation::Lowercase => UPPER,
+            Transformation::UrlDecode => PERCENT_PLUS,
+            // The decoder, then NFKC folding of non-ASCII text.
+            Transformation::UrlDecodeUni | Transformation::UrlDecodeUniMapped(_) => {
+                PERCENT_PLUS | HIGH
+            }
+            Transformation::HtmlEntityDecode => AMP,
+            Transformation::JsDecode | Transformation::CssDecode => BACKSLASH,
+            Transformation::RemoveNulls | Transformation::ReplaceNulls => NUL,
+            Transformation::Utf8ToUnicode => HIGH,
+            Transformation::RemoveWhitespace | Transformation::CompressWhitespace => {
+                SPACE | OTHER_SPACE | HIGH
+            }
+            Transformation::Trim | Transformation::TrimLeft | Transformation::TrimRight => {
+                SPACE | OTHER_SPACE
+            }
+            Transformation::NormalizePath => SLASH | DOT,
+            Transformation::NormalizePathWin => SLASH | DOT | BACKSLASH,
+            Transformation::CmdLine => SHELL | BACKSLASH | SPACE | OTHER_SPACE | UPPER,
+            Transformation::RemoveCommentsChar => COMMENT | SLASH,
+            _ => return true,
+        };
+        f & triggers != 0
     }
 
     /// Applies the transformation; `Cow::Borrowed` means the input was left unchanged, and

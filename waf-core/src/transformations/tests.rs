@@ -208,3 +208,38 @@ fn random_inputs_never_panic() {
         }
     }
 }
+
+/// A step that [`Transformation::may_change`] says cannot change a value really returns
+/// it unchanged, on values made of every byte class and plain bytes (the skip in
+/// `eval::cache` relies on it).
+#[test]
+fn features_never_skip_a_change() {
+    let alphabet: &[u8] =
+        b"aZz09%+&\\ \t\n\x0b\x0c\r/.\"'^,;*-#<>!()=x\x00\xa0\xc2\xef\xbc\xa1\xe2\x80\xa8&#;lt";
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut checked = 0;
+    for _ in 0..20_000 {
+        let len = (next() % 12) as usize;
+        let v: Vec<u8> = (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        let f = super::features::of(&v);
+        for t in ALL {
+            if !t.may_change(f) {
+                checked += 1;
+                assert!(
+                    matches!(t.apply(&v), std::borrow::Cow::Borrowed(_)),
+                    "{} changed {v:?} though its features say it cannot",
+                    t.name()
+                );
+            }
+        }
+    }
+    assert!(checked > 20_000, "only {checked} skips checked");
+}

@@ -155,6 +155,10 @@ pub(crate) enum Selector {
     Key(Vec<u8>),
     /// Keys matching a regular expression (`/.../`), matched ignoring case.
     Regex(regex::bytes::Regex),
+    /// A key regex that is only an anchored literal (`TX:/^header_name_920450_/`): keys
+    /// starting with it, ignoring ASCII case (stored lower-cased). The same answer as the
+    /// regex without a regex call for each of the collection's keys.
+    Prefix(Vec<u8>),
     /// A key regex only the backtracking engine compiles (`ARGS:/^(?!ref)/`); a search
     /// that hits the match limit selects nothing.
     Backtracking(Box<crate::operators::rx_backtrack::Backtracking>),
@@ -175,6 +179,13 @@ impl Selector {
 
     /// A regex selector.
     pub(crate) fn regex(pattern: &str) -> Result<Selector, String> {
+        if let Some(lit) = pattern.strip_prefix('^').filter(|l| {
+            !l.is_empty()
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        }) {
+            return Ok(Selector::Prefix(lit.as_bytes().to_ascii_lowercase()));
+        }
         regex::bytes::RegexBuilder::new(pattern)
             .case_insensitive(true)
             .unicode(false)
@@ -202,11 +213,52 @@ impl Selector {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
             Selector::Regex(re) => re.is_match(key),
+            Selector::Prefix(p) => key
+                .get(..p.len())
+                .is_some_and(|k| k.eq_ignore_ascii_case(p)),
             Selector::XPath(_) => false,
             Selector::Backtracking(re) => matches!(
                 re.is_match(key),
                 crate::operators::rx_backtrack::Search::Done(true)
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Selector;
+
+    /// An anchored literal key regex selects exactly the keys its regex selects.
+    #[test]
+    fn anchored_literal_selectors_agree_with_their_regex() {
+        let keys: &[&[u8]] = &[
+            b"header_name_920450_accept",
+            b"HEADER_NAME_920450_x",
+            b"header_name_920450_",
+            b"header_name_92045",
+            b"xheader_name_920450_a",
+            b"",
+        ];
+        for pattern in ["^header_name_920450_", "^a-b", "^X"] {
+            let fast = Selector::regex(pattern).unwrap();
+            assert!(matches!(fast, Selector::Prefix(_)), "{pattern}");
+            let re = regex::bytes::RegexBuilder::new(pattern)
+                .case_insensitive(true)
+                .unicode(false)
+                .build()
+                .unwrap();
+            for k in keys.iter().copied().chain([&b"a-bc"[..], b"x1"]) {
+                assert_eq!(fast.matches(k), re.is_match(k), "{pattern} on {k:?}");
+            }
+        }
+        assert!(matches!(
+            Selector::regex("^a.b").unwrap(),
+            Selector::Regex(_)
+        ));
+        assert!(matches!(
+            Selector::regex("abc").unwrap(),
+            Selector::Regex(_)
+        ));
     }
 }

@@ -104,6 +104,10 @@ impl fmt::Debug for ScanScratch {
 #[derive(Debug)]
 pub(crate) struct Prefilter {
     literals: Option<literals::LiteralScanner>,
+    /// This group's place in the program's [`Union`] scan, when it has literals: one scan
+    /// of a value answers every group whose chain left the value unchanged but for ASCII
+    /// case (see [`Union`]).
+    pub(crate) union: Option<(std::sync::Arc<Union>, u32)>,
     #[cfg(feature = "hyperscan")]
     hyperscan: Option<hyperscan::HyperscanScanner>,
     /// Bits set on every scan: rules whose pattern a back-end refused after they got a bit.
@@ -132,10 +136,113 @@ impl Prefilter {
         }
     }
 
+    /// What [`Prefilter::scan`] adds to the literal back-end's bits: the Hyperscan
+    /// database's and the bits set on every scan. With [`Prefilter::union`], the literal
+    /// bits come from the union scan and this does the rest.
+    pub(crate) fn scan_beside_literals(
+        &self,
+        input: &[u8],
+        bits: &mut [u64],
+        scratch: &mut ScanScratch,
+    ) {
+        #[cfg(feature = "hyperscan")]
+        if let Some(h) = &self.hyperscan {
+            h.scan(input, bits, scratch);
+        }
+        #[cfg(not(feature = "hyperscan"))]
+        let _ = (input, scratch);
+        for &bit in &self.always {
+            set_bit(bits, bit);
+        }
+    }
+
     /// Whether this group has a Hyperscan database (for tests).
     #[cfg(all(test, feature = "hyperscan"))]
     pub(crate) fn has_hyperscan(&self) -> bool {
         self.hyperscan.is_some()
+    }
+}
+
+/// (group, bit) pairs that one union pattern enables.
+type GroupBits = Vec<(u32, u32)>;
+
+/// One Aho-Corasick automaton over the literals of every group (ASCII case ignored, as
+/// each group's own automaton ignores it).
+///
+/// CRS reads the same values through about 40 transformation chains, and on ordinary
+/// values most chains change nothing, or only letter case (`t:lowercase`). Every such
+/// (value, group) scan used to read the same bytes again with the group's automaton. The
+/// union automaton reads a value once per transaction; its matches, scattered into each
+/// group's bits, are exactly what the group's automaton would have found on that value
+/// (or on a case variant of it: both ignore ASCII case). Groups whose chain did change the
+/// value scan the transformed value with their own automaton, as before.
+#[derive(Debug)]
+pub(crate) struct Union {
+    automaton: aho_corasick::AhoCorasick,
+    /// For each union pattern, the (group, bit) pairs it enables, sorted by group.
+    entries: Vec<GroupBits>,
+}
+
+impl Union {
+    /// Builds the union of the groups' literal sets (literal → (group, bit) pairs).
+    fn build(literals: HashMap<Vec<u8>, GroupBits>) -> Option<Union> {
+        if literals.is_empty() {
+            return None;
+        }
+        let mut lits: Vec<_> = literals.into_iter().collect();
+        lits.sort();
+        let automaton = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(lits.iter().map(|(l, _)| l))
+            .ok()?;
+        Some(Union {
+            automaton,
+            entries: lits
+                .into_iter()
+                .map(|(_, mut e)| {
+                    e.sort_unstable();
+                    e.dedup();
+                    e
+                })
+                .collect(),
+        })
+    }
+
+    /// Appends to `hits` the distinct patterns that occur in `input`.
+    pub(crate) fn scan(&self, input: &[u8], hits: &mut Vec<u32>) {
+        let start = hits.len();
+        for m in self.automaton.find_overlapping_iter(input) {
+            hits.push(m.pattern().as_u32());
+        }
+        if hits.len() - start > 1 {
+            hits[start..].sort_unstable();
+            let mut w = start + 1;
+            for r in start + 1..hits.len() {
+                if hits[r] != hits[w - 1] {
+                    hits[w] = hits[r];
+                    w += 1;
+                }
+            }
+            hits.truncate(w);
+        }
+    }
+
+    /// Sets in `bits` the bits of `group` that the patterns `hits` enable.
+    pub(crate) fn bits_of(&self, hits: &[u32], group: u32, bits: &mut [u64]) {
+        for &p in hits {
+            let Some(entries) = self.entries.get(p as usize) else {
+                continue;
+            };
+            let from = entries.partition_point(|&(g, _)| g < group);
+            for &(g, bit) in &entries[from..] {
+                if g != group {
+                    break;
+                }
+                set_bit(bits, bit);
+            }
+        }
     }
 }
 
@@ -251,6 +358,7 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         visit(rule, phase, use_hyperscan, &mut groups);
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
+    let mut union_literals: HashMap<Vec<u8>, GroupBits> = HashMap::new();
     for (_, mut draft) in groups {
         let mut always = Vec::new();
         #[cfg(feature = "hyperscan")]
@@ -272,11 +380,16 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         #[cfg(not(feature = "hyperscan"))]
         always.extend(draft.patterns.iter().map(|c| c.bit));
         always.sort_unstable();
+        for (l, bits) in &draft.literals {
+            let entry = union_literals.entry(l.to_ascii_lowercase()).or_default();
+            entry.extend(bits.iter().map(|&b| (draft.index, b)));
+        }
         let literals = literals::LiteralScanner::build(std::mem::take(&mut draft.literals));
         out.push((
             draft.index,
             Prefilter {
                 literals,
+                union: None,
                 #[cfg(feature = "hyperscan")]
                 hyperscan,
                 always,
@@ -287,8 +400,14 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         ));
     }
     out.sort_by_key(|(g, _)| *g);
-    #[cfg_attr(not(feature = "hyperscan"), allow(unused_mut))]
     let mut prefilters: Vec<Prefilter> = out.into_iter().map(|(_, p)| p).collect();
+    if let Some(union) = Union::build(union_literals).map(std::sync::Arc::new) {
+        for (i, p) in prefilters.iter_mut().enumerate() {
+            if p.literals.is_some() {
+                p.union = Some((std::sync::Arc::clone(&union), i as u32));
+            }
+        }
+    }
     #[cfg(feature = "hyperscan")]
     hyperscan::share_scratch(prefilters.iter_mut().filter_map(|p| p.hyperscan.as_mut()));
     prefilters
