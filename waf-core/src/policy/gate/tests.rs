@@ -712,6 +712,7 @@ SecRuleEngine On
 SecRule REQUEST_COOKIES_NAMES "@rx ^__waf_(?:pass|session)$" "id:1,phase:1,deny,status:418"
 SecRule REQUEST_COOKIES "@contains union select" "id:2,phase:1,deny,status:403"
 SecRule &REQUEST_COOKIES:__waf_session "@gt 0" "id:3,phase:1,deny,status:419"
+SecRule REQUEST_HEADERS:Cookie "@rx __waf_(?:pass|session)=" "id:4,phase:1,deny,status:420"
 "#;
 
 #[test]
