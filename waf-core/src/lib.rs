@@ -114,13 +114,17 @@ pub mod internal {
     /// JSON body parsing: the flattened pairs, and the `REQBODY_ERROR_MSG` on error.
     pub fn parse_json(input: &[u8], max_depth: usize, max_args: usize) -> (Pairs, Option<String>) {
         let mut out = Vec::new();
-        let err = crate::body::json::parse(input, max_depth, max_args, &mut out).err();
+        let err = crate::body::json::parse(input, max_depth, max_args, &mut out)
+            .err()
+            .map(|e| e.message);
         (out, err)
     }
 
     /// XML body parsing: the number of text nodes and attribute values, or the error.
     pub fn parse_xml(input: &[u8], max_depth: usize) -> Result<(usize, usize), String> {
-        crate::body::xml::parse(input, max_depth).map(|x| (x.text_nodes.len(), x.attr_values.len()))
+        crate::body::xml::parse(input, max_depth)
+            .map(|x| (x.text_nodes.len(), x.attr_values.len()))
+            .map_err(|e| e.message)
     }
 
     /// Compiles an XPath expression (the prefix `p` bound to `urn:p`) and evaluates it

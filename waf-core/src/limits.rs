@@ -108,3 +108,49 @@ pub const DEFAULT_MAX_POW_DIFFICULTY: u8 = 24;
 /// room's `capacity` slots in the state store (on the waiting path only; an admitted
 /// visitor's request touches one slot), so this bounds that walk.
 pub const DEFAULT_MAX_QUEUE_CAPACITY: u32 = 100_000;
+
+/// Most internal XML entity declarations honoured in one document; more is a body error
+/// (the request is refused: see `body::xml`). Bounds the entity table.
+pub const DEFAULT_XML_ENTITY_LIMIT: usize = 64;
+
+/// Deepest chain of XML entities referring to entities that is expanded; deeper references
+/// stay unexpanded. Bounds the expansion's recursion.
+pub const DEFAULT_XML_ENTITY_DEPTH: usize = 4;
+
+/// Most bytes XML entity expansion may produce in one document (64 KiB); past it the body is
+/// refused (a "billion laughs" document is stopped here).
+pub const DEFAULT_XML_EXPANSION_LIMIT: usize = 64 * 1024;
+
+/// Most decoded bytes per compressed byte of a `Content-Encoding` body, beyond
+/// [`DEFAULT_DECOMPRESSION_GRACE`]: real text compresses 3-20x, a bomb 1000x. Past it the
+/// body is refused.
+pub const DEFAULT_DECOMPRESSION_RATIO: usize = 100;
+
+/// Decoded bytes of a compressed body allowed whatever the ratio (1 MiB), so small, very
+/// compressible bodies pass.
+pub const DEFAULT_DECOMPRESSION_GRACE: usize = 1 << 20;
+
+/// Longest multipart part header line (and folded header), ModSecurity's
+/// `MULTIPART_BUF_SIZE`. Longer: the body is refused.
+pub const DEFAULT_MULTIPART_HEADER_LINE: usize = 4096;
+
+/// Most header lines one multipart part may have. Each is copied to `MULTIPART_PART_HEADERS`
+/// with the part name, so this caps that copy; real parts have two or three. More: the body
+/// is refused.
+pub const DEFAULT_MULTIPART_PART_HEADERS: usize = 32;
+
+/// Free lists of the per-transaction table pool (a thread always uses the same one); a power
+/// of two above the number of workers a host usually runs.
+pub const TABLE_POOL_SHARDS: usize = 16;
+
+/// Table sets kept per pool free list; more transactions in flight on one thread than this
+/// allocate their own. Bounds the pool's memory at shards x this x one transaction's tables.
+pub const TABLE_POOL_PER_SHARD: usize = 8;
+
+/// Shards of the persistent-collection store (`IP`, `GLOBAL`, ...), each with its own lock;
+/// a power of two well above the number of workers a host runs.
+pub const COLLECTION_STORE_SHARDS: usize = 32;
+
+/// Records one eviction of the collection store looks at before it drops the one in front
+/// regardless: bounds the cost of an insert into a full store.
+pub const COLLECTION_EVICTION_LOOKS: usize = 8;

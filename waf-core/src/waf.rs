@@ -290,6 +290,8 @@ pub struct WafBuilder {
     exclusions: Vec<Exclusion>,
     reference: bool,
     backend: ScanBackend,
+    xml_depth_limit: Option<usize>,
+    multipart_part_limit: Option<usize>,
     #[cfg(feature = "ml")]
     ml: Option<crate::ml::Model>,
 }
@@ -361,6 +363,22 @@ impl WafBuilder {
         self
     }
 
+    /// Deepest XML element nesting a request body may have (default
+    /// [`crate::limits::DEFAULT_XML_DEPTH_LIMIT`]); a deeper body is refused with 400 and
+    /// `REQBODY_ERROR` (SecLang has no directive for it). Must be at least 1.
+    pub fn xml_depth_limit(mut self, depth: usize) -> Self {
+        self.xml_depth_limit = Some(depth);
+        self
+    }
+
+    /// Most parts a multipart request body may have (default
+    /// [`crate::limits::DEFAULT_MULTIPART_PART_LIMIT`]); a body with more is refused with 400
+    /// and `MULTIPART_FILE_LIMIT_EXCEEDED`. Must be at least 1.
+    pub fn multipart_part_limit(mut self, parts: usize) -> Self {
+        self.multipart_part_limit = Some(parts);
+        self
+    }
+
     /// Scores every request with `model` ([`crate::ml`]): `TX:ML_SCORE`, `TX:ML_VAR`,
     /// `ml.score` and [`crate::Report::ml`]. Load it once with
     /// [`crate::ml::Model::default_model`] or [`crate::ml::Model::from_file`]; a `Model`
@@ -418,6 +436,30 @@ impl WafBuilder {
             ));
         }
         let mut program = compile::compile(&directives, self.backend)?;
+        for (name, set, slot) in [
+            (
+                "xml_depth_limit",
+                self.xml_depth_limit,
+                &mut program.config.xml_depth_limit,
+            ),
+            (
+                "multipart_part_limit",
+                self.multipart_part_limit,
+                &mut program.config.multipart_part_limit,
+            ),
+        ] {
+            match set {
+                Some(0) => {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        None,
+                        format!("WafBuilder::{name} must be at least 1"),
+                    ))
+                }
+                Some(n) => *slot = n,
+                None => {}
+            }
+        }
         program.warn_unmatched(&path_exclusions);
         program.reference = self.reference;
         program.path_exclusions = path_exclusions;

@@ -399,6 +399,53 @@ fn request_body_limit_rejects_or_processes_partially() {
     assert_eq!(o.blocked(), Some(403));
 }
 
+/// `WafBuilder::xml_depth_limit` and `multipart_part_limit` move the limits: a body within
+/// the default but over the set limit is refused with 400, one within it passes, and 0 is
+/// a load error.
+#[test]
+fn body_parser_limits_are_settable() {
+    let with = |b: waf_core::WafBuilder| {
+        b.seclang(
+            "t.conf",
+            format!(
+                "{ON}SecRule REQUEST_HEADERS:Content-Type \"@contains xml\" \
+                 \"id:9,phase:1,pass,nolog,ctl:requestBodyProcessor=XML\""
+            ),
+        )
+        .build()
+        .unwrap()
+    };
+    let xml = b"<a><b><c><d>x</d></c></b></a>";
+    let xml_ct = [("Content-Type", "text/xml")];
+    let default = with(Waf::builder());
+    let tight = with(Waf::builder().xml_depth_limit(3));
+    let post = |w: &Waf, ct: &[(&str, &str)], body: &[u8]| {
+        run(w, "POST", "/", ct, body, ("text/plain", b"")).blocked()
+    };
+    assert_eq!(post(&default, &xml_ct, xml), None);
+    assert_eq!(post(&tight, &xml_ct, xml), Some(400));
+    assert_eq!(post(&tight, &xml_ct, b"<a><b>x</b></a>"), None);
+    let ct = [("Content-Type", "multipart/form-data; boundary=XyZ")];
+    let part =
+        |n: usize| format!("--XyZ\r\nContent-Disposition: form-data; name=\"f{n}\"\r\n\r\nv\r\n");
+    let body = |parts: usize| {
+        let mut b: String = (0..parts).map(part).collect();
+        b.push_str("--XyZ--\r\n");
+        b.into_bytes()
+    };
+    let two = with(Waf::builder().multipart_part_limit(2));
+    assert_eq!(post(&default, &ct, &body(3)), None);
+    assert_eq!(post(&two, &ct, &body(2)), None);
+    assert_eq!(post(&two, &ct, &body(3)), Some(400));
+    for b in [
+        Waf::builder().xml_depth_limit(0),
+        Waf::builder().multipart_part_limit(0),
+    ] {
+        let e = b.build().unwrap_err();
+        assert!(e.to_string().contains("must be at least 1"), "{e}");
+    }
+}
+
 #[test]
 fn form_body_fills_args() {
     let w = waf(&format!(

@@ -8,18 +8,11 @@
 //!
 //! Anything else fails with [`Refused`], which the engine turns into a refusal: an
 //! unknown coding (`zstd`, `compress`), a corrupt stream, a decoded size over `max_output`
-//! (the request body limit), or a compression ratio over [`MAX_RATIO`] once past
-//! [`RATIO_GRACE`] bytes (a decompression bomb). Memory: at most `max_output + 1` bytes per
+//! (the request body limit), or a compression ratio over [`crate::limits::DEFAULT_DECOMPRESSION_RATIO`] once past
+//! [`crate::limits::DEFAULT_DECOMPRESSION_GRACE`] bytes (a decompression bomb). Memory: at most `max_output + 1` bytes per
 //! coding step.
 
 use std::io::Read;
-
-/// Most decoded bytes per compressed byte (beyond [`RATIO_GRACE`]); real text compresses
-/// 3–20×, a bomb 1000×.
-pub(crate) const MAX_RATIO: usize = 100;
-
-/// Decoded bytes allowed whatever the ratio, so that small, very compressible bodies pass.
-pub(crate) const RATIO_GRACE: usize = 1 << 20;
 
 /// Why a compressed body is refused; the text becomes `REQBODY_ERROR_MSG`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +27,11 @@ pub(crate) fn decode(header: &[u8], body: Vec<u8>, max_output: usize) -> Result<
         .collect();
     let mut data = body;
     for coding in codings.iter().rev() {
-        let cap = max_output.min(data.len().saturating_mul(MAX_RATIO).max(RATIO_GRACE));
+        let cap = max_output.min(
+            data.len()
+                .saturating_mul(crate::limits::DEFAULT_DECOMPRESSION_RATIO)
+                .max(crate::limits::DEFAULT_DECOMPRESSION_GRACE),
+        );
         data = match coding.as_slice() {
             b"identity" => continue,
             b"gzip" | b"x-gzip" => read_capped(flate2::read::MultiGzDecoder::new(&data[..]), cap)?,

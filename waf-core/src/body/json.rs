@@ -53,7 +53,7 @@ pub(crate) fn parse(
     max_depth: usize,
     max_args: usize,
     out: &mut Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<(), String> {
+) -> Result<(), super::BodyError> {
     if input.is_empty() {
         return Ok(());
     }
@@ -67,9 +67,16 @@ pub(crate) fn parse(
         emitted: 0,
         name_bytes: 0,
         scratch: Vec::new(),
+        limit_hit: false,
     };
-    p.run(out)
-        .map_err(|e| format!("JSON parsing error: {} at offset {}", e, p.pos))
+    p.run(out).map_err(|e| super::BodyError {
+        kind: if p.limit_hit {
+            super::BodyErrorKind::Limit
+        } else {
+            super::BodyErrorKind::Malformed
+        },
+        message: format!("JSON parsing error: {} at offset {}", e, p.pos),
+    })
 }
 
 /// One open container: where the path is cut back to after each member, and for arrays
@@ -92,6 +99,8 @@ struct Parser<'a> {
     name_bytes: usize,
     /// Reused buffer for object keys.
     scratch: Vec<u8>,
+    /// The error being returned is a limit (depth, arguments, name bytes), not bad JSON.
+    limit_hit: bool,
 }
 
 impl Parser<'_> {
@@ -215,6 +224,7 @@ impl Parser<'_> {
 
     fn open(&mut self, frame: Frame) -> Result<(), &'static str> {
         if self.stack.len() >= self.max_depth {
+            self.limit_hit = true;
             return Err("JSON depth limit exceeded");
         }
         self.stack.push(frame);
@@ -247,10 +257,12 @@ impl Parser<'_> {
         value: Vec<u8>,
     ) -> Result<(), &'static str> {
         if self.emitted >= self.max_args {
+            self.limit_hit = true;
             return Err("too many arguments");
         }
         self.name_bytes = self.name_bytes.saturating_add(self.path.len());
         if self.name_bytes > name_budget(self.input.len()) {
+            self.limit_hit = true;
             return Err("argument names too long");
         }
         self.emitted += 1;
@@ -437,7 +449,7 @@ mod tests {
         args: usize,
     ) -> (Vec<(String, String)>, Result<(), String>) {
         let mut out = Vec::new();
-        let r = parse(input, depth, args, &mut out);
+        let r = parse(input, depth, args, &mut out).map_err(|e| e.message);
         let out = out
             .into_iter()
             .map(|(a, b)| {
@@ -600,6 +612,27 @@ mod tests {
         let (out, r) = run(&big);
         assert_eq!(out.len(), 1000);
         assert!(r.unwrap_err().contains("too many arguments"));
+    }
+
+    /// Limits are reported as limits (the engine refuses the body), syntax errors as
+    /// malformed bodies.
+    #[test]
+    fn error_kinds() {
+        use crate::body::BodyErrorKind::{Limit, Malformed};
+        let kind = |doc: &str, depth, args| {
+            parse(doc.as_bytes(), depth, args, &mut Vec::new())
+                .unwrap_err()
+                .kind
+        };
+        assert_eq!(kind("[[[1]]]", 2, 10), Limit);
+        assert_eq!(kind("[1,2,3]", 10, 2), Limit);
+        let key = "k".repeat(100_000);
+        assert_eq!(
+            kind(&format!("{{\"{key}\":[{}1]}}", "1,".repeat(999)), 10, 1000),
+            Limit
+        );
+        assert_eq!(kind("[1,", 10, 10), Malformed);
+        assert_eq!(kind("{\"a\" 1}", 10, 10), Malformed);
     }
 
     #[test]

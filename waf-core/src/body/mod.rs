@@ -55,6 +55,34 @@
 //! first part. Malformed bodies (bad JSON, XML or multipart syntax) set `REQBODY_ERROR`
 //! as in ModSecurity, and both profiles deny those with 400 by rule (100010, 200002).
 
+/// Why a body processor stopped: the engine refuses a body that hit a limit (it could not
+/// be inspected whole) and only flags a malformed one (`REQBODY_ERROR`), so the kind is
+/// decided where the parser stops, not read back from the message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum BodyErrorKind {
+    /// The body is not well-formed for its processor.
+    #[default]
+    Malformed,
+    /// A limit (depth, arguments, name bytes, parts, part headers, entity expansion) was
+    /// reached: what follows was not parsed.
+    Limit,
+}
+
+/// A body processor's error: its kind and the `REQBODY_ERROR_MSG` text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BodyError {
+    /// Malformed or over a limit.
+    pub(crate) kind: BodyErrorKind,
+    /// The message rules and the audit log see.
+    pub(crate) message: String,
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 pub(crate) mod charset;
 pub(crate) mod content_encoding;
 pub(crate) mod cookie;
@@ -166,7 +194,7 @@ mod tests {
             doc.extend_from_slice(b"</r>");
             if let Ok(x) = super::xml::parse(&doc, 8) {
                 let text: usize = x.text_nodes.iter().map(Vec::len).sum();
-                assert!(text <= doc.len() + super::xml::MAX_EXPANSION);
+                assert!(text <= doc.len() + crate::limits::DEFAULT_XML_EXPANSION_LIMIT);
             }
             let _ = super::sniff::is_form(&s, b'&');
         }

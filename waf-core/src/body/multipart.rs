@@ -38,23 +38,17 @@
 //!
 //! # Limits
 //!
-//! Part header lines are limited to [`MAX_HEADER_LINE`] bytes (ModSecurity's buffer size),
-//! header lines per part to [`MAX_PART_HEADERS`], parts to [`MultipartLimits::max_parts`],
+//! Part header lines are limited to [`DEFAULT_MULTIPART_HEADER_LINE`] bytes (ModSecurity's buffer size),
+//! header lines per part to [`DEFAULT_MULTIPART_PART_HEADERS`], parts to [`MultipartLimits::max_parts`],
 //! file parts to [`MultipartLimits::max_files`]. Output is at most a constant times the
 //! body size: every value and header is a copy of a distinct body range, and the part name
-//! repeated beside each of its headers is bounded by [`MAX_PART_HEADERS`].
+//! repeated beside each of its headers is bounded by [`DEFAULT_MULTIPART_PART_HEADERS`].
 
 use std::ops::Range;
 
 use memchr::memmem;
 
-/// Longest part header line (and folded header), ModSecurity's `MULTIPART_BUF_SIZE`.
-pub(crate) const MAX_HEADER_LINE: usize = 4096;
-
-/// Most header lines one part may have. Each is copied to `MULTIPART_PART_HEADERS`
-/// together with the part name, so this caps that copy at this many times the part's size;
-/// it also keeps the duplicate-header check cheap. Real parts have two or three headers.
-pub(crate) const MAX_PART_HEADERS: usize = 32;
+use crate::limits::{DEFAULT_MULTIPART_HEADER_LINE, DEFAULT_MULTIPART_PART_HEADERS};
 
 /// Limits for one multipart body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +141,8 @@ pub(crate) struct Multipart {
     pub(crate) flags: MultipartFlags,
     /// `REQBODY_ERROR_MSG` when parsing failed: `Multipart parsing error: Multipart: ...`.
     pub(crate) error: Option<String>,
+    /// What kind of error [`Multipart::error`] is (the first one's).
+    pub(crate) error_kind: super::BodyErrorKind,
     /// Bytes of part headers and non-file part data, what ModSecurity compares with
     /// `SecRequestBodyNoFilesLimit` for multipart bodies.
     pub(crate) no_files_length: usize,
@@ -172,6 +168,15 @@ impl Multipart {
             || f.file_limit_exceeded
     }
 
+    /// Fails on a limit: parsing stops and the engine refuses the body.
+    fn fail_limit(&mut self, msg: impl Into<String>) {
+        let first = self.error.is_none();
+        self.fail(msg);
+        if first {
+            self.error_kind = super::BodyErrorKind::Limit;
+        }
+    }
+
     /// `FILES_COMBINED_SIZE`.
     #[cfg(test)]
     pub(crate) fn files_combined_size(&self) -> usize {
@@ -181,6 +186,7 @@ impl Multipart {
     fn fail(&mut self, msg: impl Into<String>) {
         self.flags.error = true;
         if self.error.is_none() {
+            self.error_kind = super::BodyErrorKind::Malformed;
             let mut s = String::from("Multipart parsing error: ");
             s.push_str(&msg.into());
             self.error = Some(s);
@@ -616,9 +622,9 @@ impl Parser<'_> {
         if part.headers_done {
             return false; // data: its extent is computed when the part ends
         }
-        if line.len() >= MAX_HEADER_LINE {
-            self.mp.fail(format!(
-                "Multipart: Part header line over {MAX_HEADER_LINE} bytes long"
+        if line.len() >= DEFAULT_MULTIPART_HEADER_LINE {
+            self.mp.fail_limit(format!(
+                "Multipart: Part header line over {DEFAULT_MULTIPART_HEADER_LINE} bytes long"
             ));
             return true;
         }
@@ -663,8 +669,8 @@ impl Parser<'_> {
                 return;
             };
             if let Some((_, value)) = part.headers.get_mut(i) {
-                if value.len() + 1 + text.len() - ws > MAX_HEADER_LINE {
-                    self.mp.fail("Multipart: Part header too long.");
+                if value.len() + 1 + text.len() - ws > DEFAULT_MULTIPART_HEADER_LINE {
+                    self.mp.fail_limit("Multipart: Part header too long.");
                     return;
                 }
                 value.push(b' ');
@@ -696,9 +702,9 @@ impl Parser<'_> {
             .take_while(|&&c| c == b' ' || c == b'\t')
             .count();
         let value = &value[ws..];
-        if part.headers.len() >= MAX_PART_HEADERS {
-            self.mp.fail(format!(
-                "Multipart: Too many part headers (limit {MAX_PART_HEADERS})."
+        if part.headers.len() >= DEFAULT_MULTIPART_PART_HEADERS {
+            self.mp.fail_limit(format!(
+                "Multipart: Too many part headers (limit {DEFAULT_MULTIPART_PART_HEADERS})."
             ));
             part.last_header = None;
             return;
@@ -911,7 +917,7 @@ impl Parser<'_> {
         }
         if self.parts >= self.limits.max_parts {
             self.mp.flags.file_limit_exceeded = true;
-            self.mp.fail(format!(
+            self.mp.fail_limit(format!(
                 "Multipart: Part limit exceeded {}.",
                 self.limits.max_parts
             ));
@@ -1317,7 +1323,7 @@ mod tests {
         );
         let mp = run("multipart/form-data; boundary=b", many.as_bytes());
         assert!(mp.error.as_ref().unwrap().contains("Too many part headers"));
-        assert_eq!(mp.part_headers.len(), MAX_PART_HEADERS);
+        assert_eq!(mp.part_headers.len(), DEFAULT_MULTIPART_PART_HEADERS);
         assert_eq!(args(&mp), vec![("x".into(), "v".into())]);
         let long = format!("--b\r\nX: {}\r\n", "a".repeat(5000));
         let mp = run("multipart/form-data; boundary=b", long.as_bytes());

@@ -22,8 +22,8 @@
 //! remain visible to rules. Internal general entities (`<!ENTITY x "...">` in the internal
 //! subset) are expanded, because the application's parser expands them: a payload carried
 //! in an entity's definition must reach the rules (issue 13). Expansion is bounded: at most
-//! [`MAX_ENTITIES`] declarations, nesting [`MAX_ENTITY_DEPTH`] deep, and
-//! [`MAX_EXPANSION`] bytes of expanded text per document; past any of them the document is
+//! [`crate::limits::DEFAULT_XML_ENTITY_LIMIT`] declarations, nesting [`crate::limits::DEFAULT_XML_ENTITY_DEPTH`] deep, and
+//! [`crate::limits::DEFAULT_XML_EXPANSION_LIMIT`] bytes of expanded text per document; past any of them the document is
 //! refused ("entity expansion limit exceeded"), never half-expanded (billion laughs). Structure is checked as libxml2 would: one root element, matching
 //! end tags, well-formed tags and attributes, nothing but whitespace, comments and
 //! processing instructions outside the root. Unlike libxml2 we accept a bare `&` and
@@ -37,15 +37,6 @@
 //! Nesting deeper than `max_depth` is an error (libxml2 stops at 256 without
 //! `XML_PARSE_HUGE`). The parser does not recurse; output is at most twice the input size.
 
-/// Most internal entity declarations honoured; more is an error.
-pub(crate) const MAX_ENTITIES: usize = 64;
-
-/// Deepest chain of entities referring to entities.
-pub(crate) const MAX_ENTITY_DEPTH: usize = 4;
-
-/// Most bytes produced by entity expansion in one document.
-pub(crate) const MAX_EXPANSION: usize = 64 * 1024;
-
 /// What the `XML` collection exposes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Xml {
@@ -58,7 +49,7 @@ pub(crate) struct Xml {
 }
 
 /// Parses an XML document; see the module docs for what is kept.
-pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, String> {
+pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, super::BodyError> {
     let mut p = Parser {
         input,
         pos: 0,
@@ -68,13 +59,21 @@ pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Xml, String> {
         seen_root: false,
         text: Vec::new(),
         entities: Entities::default(),
+        limit_hit: false,
     };
     match p.run() {
         Ok(()) => Ok(p.xml),
-        Err(e) => Err(format!(
-            "XML parsing error: XML: Failed parsing document. ({e} at offset {})",
-            p.pos
-        )),
+        Err(e) => Err(super::BodyError {
+            kind: if p.limit_hit {
+                super::BodyErrorKind::Limit
+            } else {
+                super::BodyErrorKind::Malformed
+            },
+            message: format!(
+                "XML parsing error: XML: Failed parsing document. ({e} at offset {})",
+                p.pos
+            ),
+        }),
     }
 }
 
@@ -90,6 +89,8 @@ struct Parser<'a> {
     text: Vec<u8>,
     /// Internal general entities of the DTD.
     entities: Entities,
+    /// The error being returned is a limit (depth, entity expansion), not bad XML.
+    limit_hit: bool,
 }
 
 /// Internal general entities: name → replacement text (raw), and the expansion budget.
@@ -152,6 +153,7 @@ impl Parser<'_> {
                 } else {
                     decode_text(raw, &mut self.text, &mut self.entities, 0);
                     if self.entities.over_limit {
+                        self.limit_hit = true;
                         return Err("entity expansion limit exceeded");
                     }
                 }
@@ -269,7 +271,8 @@ impl Parser<'_> {
             }
         }
         if let (false, Some(v), false) = (parameter, value, name.is_empty()) {
-            if self.entities.defs.len() >= MAX_ENTITIES {
+            if self.entities.defs.len() >= crate::limits::DEFAULT_XML_ENTITY_LIMIT {
+                self.limit_hit = true;
                 return Err("entity expansion limit exceeded (declarations)");
             }
             self.entities.defs.push((name.to_vec(), v.to_vec()));
@@ -290,6 +293,7 @@ impl Parser<'_> {
                 Some(b'>') => {
                     self.pos += 1;
                     if self.stack.len() >= self.max_depth {
+                        self.limit_hit = true;
                         return Err("depth limit exceeded");
                     }
                     self.stack.push((ns, ne));
@@ -302,6 +306,7 @@ impl Parser<'_> {
                     }
                     self.pos += 2;
                     if self.stack.len() >= self.max_depth {
+                        self.limit_hit = true;
                         return Err("depth limit exceeded");
                     }
                     self.seen_root = true;
@@ -340,6 +345,7 @@ impl Parser<'_> {
         let mut value = Vec::with_capacity(raw.len());
         decode_text(raw, &mut value, &mut self.entities, 0);
         if self.entities.over_limit {
+            self.limit_hit = true;
             return Err("entity expansion limit exceeded");
         }
         self.xml.attr_values.push(value);
@@ -426,7 +432,9 @@ fn decode_text(raw: &[u8], out: &mut Vec<u8>, entities: &mut Entities, depth: us
             if let Some(k) = entities.defs.iter().position(|(n, _)| n == name) {
                 let value = entities.defs[k].1.clone();
                 entities.expanded += value.len();
-                if depth >= MAX_ENTITY_DEPTH || entities.expanded > MAX_EXPANSION {
+                if depth >= crate::limits::DEFAULT_XML_ENTITY_DEPTH
+                    || entities.expanded > crate::limits::DEFAULT_XML_EXPANSION_LIMIT
+                {
                     entities.over_limit = true;
                     return;
                 }
@@ -563,7 +571,10 @@ mod tests {
         ] {
             let r = parse(bad, 64);
             let e = r.expect_err(&String::from_utf8_lossy(bad));
-            assert!(e.starts_with("XML parsing error: XML: Failed parsing document."));
+            assert!(e
+                .message
+                .starts_with("XML parsing error: XML: Failed parsing document."));
+            assert_eq!(e.kind, crate::body::BodyErrorKind::Malformed);
         }
         // CRS 920240-4 sends attribute quotes escaped with backslashes.
         assert!(parse(br#"<a xmlns:x=\"u\"/>"#, 64).is_err());
@@ -572,7 +583,9 @@ mod tests {
     #[test]
     fn depth_and_size() {
         let deep = b"<a>".repeat(100_000);
-        assert!(parse(&deep, 1024).unwrap_err().contains("depth limit"));
+        let e = parse(&deep, 1024).unwrap_err();
+        assert!(e.message.contains("depth limit"));
+        assert_eq!(e.kind, crate::body::BodyErrorKind::Limit);
         let ok = format!("{}{}", "<a>".repeat(3), "</a>".repeat(3));
         assert!(parse(ok.as_bytes(), 3).is_ok());
         assert!(parse(ok.as_bytes(), 2).is_err());

@@ -31,6 +31,11 @@ pub(crate) struct Config {
     /// Lower-cased MIME types whose responses are inspected.
     pub(crate) response_body_mime_types: Vec<Vec<u8>>,
     pub(crate) json_depth_limit: usize,
+    /// Deepest XML nesting ([`limits::DEFAULT_XML_DEPTH_LIMIT`], `WafBuilder::xml_depth_limit`).
+    pub(crate) xml_depth_limit: usize,
+    /// Most multipart parts ([`limits::DEFAULT_MULTIPART_PART_LIMIT`],
+    /// `WafBuilder::multipart_part_limit`).
+    pub(crate) multipart_part_limit: usize,
     pub(crate) arguments_limit: usize,
     pub(crate) argument_separator: u8,
     pub(crate) component_signatures: Vec<String>,
@@ -58,6 +63,8 @@ impl Default for Config {
             response_body_limit_action: LimitAction::ProcessPartial,
             response_body_mime_types: vec![b"text/plain".to_vec(), b"text/html".to_vec()],
             json_depth_limit: limits::DEFAULT_JSON_DEPTH_LIMIT,
+            xml_depth_limit: limits::DEFAULT_XML_DEPTH_LIMIT,
+            multipart_part_limit: limits::DEFAULT_MULTIPART_PART_LIMIT,
             arguments_limit: limits::DEFAULT_ARGUMENTS_LIMIT,
             argument_separator: b'&',
             component_signatures: Vec::new(),

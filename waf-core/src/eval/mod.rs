@@ -462,7 +462,7 @@ impl TxState {
             }
             if processor.is_none()
                 && body::sniff::may_be_xml(&body)
-                && body::xml::parse(&body, crate::limits::DEFAULT_XML_DEPTH_LIMIT).is_ok()
+                && body::xml::parse(&body, self.program.config.xml_depth_limit).is_ok()
             {
                 processor = Some(BodyProcessor::Xml);
             }
@@ -477,14 +477,11 @@ impl TxState {
                     config.arguments_limit,
                     &mut pairs,
                 );
-                if let Err(msg) = &parsed {
+                if let Err(e) = &parsed {
                     // Too large to inspect as JSON: refuse rather than let it through as
                     // opaque text. (A syntax error only means it is not JSON.)
-                    if msg.contains("depth limit")
-                        || msg.contains("too many arguments")
-                        || msg.contains("argument names too long")
-                    {
-                        let msg = msg.clone();
+                    if e.kind == body::BodyErrorKind::Limit {
+                        let msg = e.message.clone();
                         self.data.body_processor = processor;
                         self.data.request_body = body;
                         self.refuse_body(msg);
@@ -583,29 +580,25 @@ impl TxState {
                 self.data
                     .args_post
                     .extend(pairs.into_iter().map(|(k, v)| Pair::new(k, v)));
-                if let Err(msg) = result {
-                    if msg.contains("depth limit")
-                        || msg.contains("too many arguments")
-                        || msg.contains("argument names too long")
-                    {
-                        self.refuse_body(msg);
-                    } else {
-                        self.set_body_error(msg);
-                    }
+                match result {
+                    Err(e) if e.kind == body::BodyErrorKind::Limit => self.refuse_body(e.message),
+                    Err(e) => self.set_body_error(e.message),
+                    Ok(()) => {}
                 }
             }
-            Some(BodyProcessor::Xml) => {
-                match body::xml::parse(body, crate::limits::DEFAULT_XML_DEPTH_LIMIT) {
-                    Ok(xml) => {
-                        self.data.xml_text = xml.text_nodes;
-                        self.data.xml_attrs = xml.attr_values;
-                    }
-                    Err(msg) if msg.contains("limit") => self.refuse_body(msg),
-                    Err(msg) => self.set_body_error(msg),
+            Some(BodyProcessor::Xml) => match body::xml::parse(body, config.xml_depth_limit) {
+                Ok(xml) => {
+                    self.data.xml_text = xml.text_nodes;
+                    self.data.xml_attrs = xml.attr_values;
                 }
-            }
+                Err(e) if e.kind == body::BodyErrorKind::Limit => self.refuse_body(e.message),
+                Err(e) => self.set_body_error(e.message),
+            },
             Some(BodyProcessor::Multipart) => {
-                let limits = body::multipart::MultipartLimits::default();
+                let limits = body::multipart::MultipartLimits {
+                    max_parts: config.multipart_part_limit,
+                    ..Default::default()
+                };
                 let mp = body::multipart::parse(content_type, body, &limits);
                 let strict_error = mp.strict_error();
                 self.data
@@ -645,14 +638,9 @@ impl TxState {
                     strict_error,
                 };
                 if let Some(msg) = mp.error {
-                    if msg.contains("Part limit exceeded")
-                        || msg.contains("Too many part headers")
-                        || msg.contains("Part header line over")
-                        || msg.contains("Part header too long")
-                    {
-                        self.refuse_body(msg);
-                    } else {
-                        self.set_body_error(msg);
+                    match mp.error_kind {
+                        body::BodyErrorKind::Limit => self.refuse_body(msg),
+                        body::BodyErrorKind::Malformed => self.set_body_error(msg),
                     }
                 }
             }

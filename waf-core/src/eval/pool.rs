@@ -10,7 +10,7 @@
 //! dropped instead when a big request made it large), so nothing of one request is visible
 //! to the next.
 //!
-//! The pool is split into [`SHARDS`] free lists, and a thread always uses the same one
+//! The pool is split into [`crate::limits::TABLE_POOL_SHARDS`] free lists, and a thread always uses the same one
 //! (chosen from the address of a thread-local), so workers do not share a lock: a
 //! transaction takes and returns its tables on its own shard, and when that shard is busy
 //! (a transaction that moved to another thread, or more threads than shards) it simply
@@ -21,12 +21,6 @@ use std::sync::Mutex;
 use super::cache::TransformCache;
 use super::rules::MatchScratch;
 use super::vars::TxVars;
-
-/// Free lists; a power of two above the number of workers a host usually runs.
-const SHARDS: usize = 16;
-
-/// Sets kept per shard; more transactions in flight on one thread than this just allocate.
-const MAX_POOLED_PER_SHARD: usize = 8;
 
 /// The reusable containers of one transaction, all empty.
 #[derive(Debug, Default)]
@@ -39,7 +33,7 @@ pub(super) struct Recycled {
 /// The free sets of one [`crate::Waf`].
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
-    shards: [Mutex<Vec<Recycled>>; SHARDS],
+    shards: [Mutex<Vec<Recycled>>; crate::limits::TABLE_POOL_SHARDS],
 }
 
 thread_local! {
@@ -51,7 +45,7 @@ thread_local! {
 fn shard_index() -> usize {
     let addr = ANCHOR.with(|a| a as *const u8 as usize);
     // Thread-locals of different threads lie at least a page apart.
-    (addr >> 12).wrapping_mul(0x9E37_79B9) >> 7 & (SHARDS - 1)
+    (addr >> 12).wrapping_mul(0x9E37_79B9) >> 7 & (crate::limits::TABLE_POOL_SHARDS - 1)
 }
 
 impl Pool {
@@ -71,7 +65,7 @@ impl Pool {
             return;
         }
         if let Ok(mut free) = self.shards[shard_index()].try_lock() {
-            if free.len() < MAX_POOLED_PER_SHARD {
+            if free.len() < crate::limits::TABLE_POOL_PER_SHARD {
                 free.push(recycled);
             }
         }

@@ -5,13 +5,14 @@
 //! finishes, changed records are written back. Records expire after `SecCollectionTimeout`
 //! (or a variable's `expirevar`), judged by the `now` the host passes in.
 //!
-//! The store is split into [`SHARDS`] shards by a hash of (collection, key), each behind its
+//! The store is split into [`crate::limits::COLLECTION_STORE_SHARDS`] shards by a hash of (collection, key), each behind its
 //! own lock, so transactions of different clients do not wait on one another: nothing on
 //! the request path takes a lock shared by every worker. The number of records is bounded by
 //! [`crate::limits::DEFAULT_COLLECTION_RECORDS`] (split evenly over the shards). When a
 //! shard is full, eviction costs O(1) amortised: a second-chance (clock) queue in insertion
 //! order drops the first record that is expired or was not written since it last came round,
-//! looking at no more than [`EVICTION_LOOKS`] records, and never scans the shard.
+//! looking at no more than [`crate::limits::COLLECTION_EVICTION_LOOKS`] records, and never
+//! scans the shard.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -20,12 +21,6 @@ use std::sync::{Mutex, MutexGuard};
 use crate::actions::CollectionName;
 use crate::eval::cache::FastState;
 use crate::limits::DEFAULT_COLLECTION_RECORDS;
-
-/// Shards of the store; a power of two well above the number of workers a host runs.
-const SHARDS: usize = 32;
-
-/// Records an eviction looks at before it drops the one in front regardless.
-const EVICTION_LOOKS: usize = 8;
 
 /// One stored record: variables and their expiry (seconds since the epoch, 0 = never).
 #[derive(Clone, Debug, Default)]
@@ -54,7 +49,7 @@ struct Shard {
 impl Shard {
     /// Drops one record: the first in clock order that is expired or unreferenced.
     fn evict_one(&mut self, now: u64, timeout: u64) {
-        for _ in 0..EVICTION_LOOKS {
+        for _ in 0..crate::limits::COLLECTION_EVICTION_LOOKS {
             let Some(key) = self.clock.pop_front() else {
                 return;
             };
@@ -93,8 +88,12 @@ impl Store {
     /// A store that keeps at most about `records` records.
     pub(crate) fn with_capacity(records: usize) -> Store {
         Store {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            per_shard: records.div_ceil(SHARDS).max(1),
+            shards: (0..crate::limits::COLLECTION_STORE_SHARDS)
+                .map(|_| Mutex::default())
+                .collect(),
+            per_shard: records
+                .div_ceil(crate::limits::COLLECTION_STORE_SHARDS)
+                .max(1),
         }
     }
 
@@ -103,7 +102,7 @@ impl Store {
         col.hash(&mut h);
         key.hash(&mut h);
         // The multiplicative hash puts its best bits at the top.
-        let i = (h.finish() >> 40) as usize % SHARDS;
+        let i = (h.finish() >> 40) as usize % crate::limits::COLLECTION_STORE_SHARDS;
         match self.shards[i].lock() {
             Ok(g) => g,
             // A panic while holding the lock leaves a consistent map (every update is one
@@ -194,7 +193,7 @@ mod tests {
 
     #[test]
     fn the_store_stays_bounded_and_keeps_records_written_again() {
-        let store = Store::with_capacity(SHARDS * 4);
+        let store = Store::with_capacity(crate::limits::COLLECTION_STORE_SHARDS * 4);
         // A record written on every round survives a flood of one-off keys.
         for i in 0..10_000u32 {
             store.save(
@@ -205,7 +204,7 @@ mod tests {
                 3600,
             );
             store.save(CollectionName::Ip, b"hot".to_vec(), rec(b"h"), 100, 3600);
-            assert!(store.len() <= SHARDS * 4);
+            assert!(store.len() <= crate::limits::COLLECTION_STORE_SHARDS * 4);
         }
         let hot = store.load(CollectionName::Ip, b"hot", 100);
         assert_eq!(hot.vars[&b"n"[..]].0, b"h");
