@@ -10,6 +10,11 @@
 //! `GATES_CALLGRIND=N GATES_CALLGRIND_WAF=pass valgrind --tool=callgrind
 //! --toggle-collect='*measured*' BENCH_BINARY` (also `admission`, `session`, `none`);
 //! divide `I refs` by `N`.
+//!
+//! With CRS PL1 in front (callgrind only, `GATES_CALLGRIND_WAF=`): `crs` (CRS, no policy,
+//! the visitor's other cookie only), `crs-cookie` (CRS, no policy, carrying a session
+//! cookie nobody verifies: what inspecting it costs), `session-crs` (CRS and sign-in on
+//! every path, the valid session: verified, so CRS does not inspect it).
 
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -127,7 +132,49 @@ fn setup(start: SystemTime) -> Vec<(&'static str, Waf, String)> {
     let (_, set, _) = step(&room, "GET", "/", "", "", start);
     let admit_cookie = cookie_of(&set, "__waf_admit");
 
-    let signin = waf("[gates.sign_in]\nallowed = [\"@example.com\"]\n");
+    let signin_policy = "[gates.sign_in]\nallowed = [\"@example.com\"]\n";
+    let signin = waf(signin_policy);
+    let session_cookie = hosts_session(start, signin_policy);
+
+    vec![
+        ("none", none, "theme=dark".to_string()),
+        ("pass", pass, format!("theme=dark; {pass_cookie}")),
+        ("admission", room, format!("theme=dark; {admit_cookie}")),
+        ("session", signin, format!("theme=dark; {session_cookie}")),
+    ]
+}
+
+/// CRS PL1 alone and with sign-in (see the crate docs), each with its visitors' cookie.
+fn crs_hosts(start: SystemTime) -> Vec<(&'static str, Waf, String)> {
+    let signin_policy = "[gates.sign_in]\nallowed = [\"@example.com\"]\n";
+    let session = hosts_session(start, signin_policy);
+    let crs = || {
+        Waf::builder()
+            .seclang("crs-pl1", waf_bench::config(1))
+            .scan_backend(waf_bench::scan_backend())
+    };
+    let config: PolicyConfig =
+        toml::from_str(&format!("{KEYS}{signin_policy}")).expect("bench policy");
+    let with_signin = crs().policy(config).build().expect("CRS and sign-in load");
+    vec![
+        (
+            "crs",
+            crs().build().expect("CRS loads"),
+            "theme=dark".to_string(),
+        ),
+        (
+            "crs-cookie",
+            crs().build().expect("CRS loads"),
+            format!("theme=dark; {session}"),
+        ),
+        ("session-crs", with_signin, format!("theme=dark; {session}")),
+    ]
+}
+
+/// A session cookie (`__waf_session=...`) signed in through the real flow on a host with
+/// `policy` (the same keys as every host here, so it verifies on any of them).
+fn hosts_session(start: SystemTime, policy: &str) -> String {
+    let signin = waf(policy);
     let (_, set, page) = step(&signin, "GET", "/.waf/sign-in", "", "", start);
     let form = cookie_of(&set, "__waf_form");
     let body = format!(
@@ -143,14 +190,7 @@ fn setup(start: SystemTime) -> Vec<(&'static str, Waf, String)> {
         input(&out, "form_token")
     );
     let (_, set, _) = step(&signin, "POST", "/.waf/sign-in/code", &form, &body, start);
-    let session_cookie = cookie_of(&set, "__waf_session");
-
-    vec![
-        ("none", none, "theme=dark".to_string()),
-        ("pass", pass, format!("theme=dark; {pass_cookie}")),
-        ("admission", room, format!("theme=dark; {admit_cookie}")),
-        ("session", signin, format!("theme=dark; {session_cookie}")),
-    ]
+    cookie_of(&set, "__waf_session")
 }
 
 /// One benign transaction, phases 1-5; whether it was stopped.
@@ -222,11 +262,14 @@ fn main() {
         let n: u64 = n.parse().expect("GATES_CALLGRIND=N");
         let which = std::env::var("GATES_CALLGRIND_WAF").unwrap_or_else(|_| "pass".into());
         let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let hosts = setup(start);
-        let (_, waf, cookie) = hosts
-            .iter()
-            .find(|(name, _, _)| *name == which)
-            .expect("GATES_CALLGRIND_WAF: none, pass, admission or session");
+        let hosts = if which.starts_with("crs") || which.ends_with("crs") {
+            crs_hosts(start)
+        } else {
+            setup(start)
+        };
+        let (_, waf, cookie) = hosts.iter().find(|(name, _, _)| *name == which).expect(
+            "GATES_CALLGRIND_WAF: none, pass, admission, session, crs, crs-cookie or session-crs",
+        );
         let c = conn();
         for i in 0..1000 {
             assert!(!run(

@@ -16,6 +16,10 @@
  *  - waf_answer: created by waf_tx_answer() or waf_tx_gate_request(), freed with
  *    waf_answer_free() (or consumed by waf_answer_mail_failed()). Independent of its
  *    transaction. One thread at a time.
+ *  - Sign-in mail: an engine built with waf_builder_smtp() starts one thread of its own, in
+ *    the process that sends the first mail (after fork: in each worker), and
+ *    waf_engine_free() waits for it to send what is queued (each mail bounded by the
+ *    timeout). Every other call runs on the caller's thread only.
  *  - Strings the library returns (waf_intervention.url/.log, waf_tx_unique_id(),
  *    waf_last_error(), the waf_report passed to the callback) are owned by the library; see
  *    each function for how long they stay valid. Never free them.
@@ -36,6 +40,22 @@
 // `waf_core::limits::DEFAULT_GATE_FORM_LEN`.
 #define WAF_GATE_FORM_LEN 8192
 
+// Most sign-in mails waiting to be sent per engine; past it `waf_engine_send_mail` fails
+// (the visitor sees the "could not send" page) instead of blocking.
+#define WAF_MAIL_QUEUE 64
+
+// Most sign-in mails being sent at once per engine.
+#define WAF_MAIL_CONCURRENCY 4
+
+// `waf_smtp.security`: no TLS (only for a relay on the same machine or a trusted network).
+#define WAF_SMTP_PLAIN 0
+
+// `waf_smtp.security`: plain, then STARTTLS, which the relay must offer (port 587).
+#define WAF_SMTP_STARTTLS 1
+
+// `waf_smtp.security`: TLS from the first byte (port 465).
+#define WAF_SMTP_TLS 2
+
 // What a call did. Every function that can fail returns one.
 typedef enum waf_status {
   // Done; for a phase call: go on with the transaction.
@@ -51,6 +71,9 @@ typedef enum waf_status {
   // fail-closed verdict (status 500) unless the engine is fail-open, and the transaction
   // answers every later phase the same way.
   WAF_STATUS_PANIC = 4,
+  // Not possible now, nothing was changed: `waf_engine_send_mail` could not queue the
+  // mail (its queue is full or its thread cannot start); see `waf_last_error()`.
+  WAF_STATUS_UNAVAILABLE = 5,
 } waf_status;
 
 // How an intervention ends the transaction.
@@ -86,6 +109,26 @@ typedef struct waf_engine waf_engine;
 // `waf_tx_free`, finished or not. Used by one thread at a time; it may move to another
 // thread between calls. Strings it hands out live until the next phase call or the free.
 typedef struct waf_tx waf_tx;
+
+// The SMTP relay the library sends the sign-in codes through (`waf_builder_smtp`). The
+// strings are NUL-terminated UTF-8, borrowed for the call (the library copies them).
+typedef struct waf_smtp {
+  // The relay's host name or address.
+  const char *host;
+  // Its port (25, 587 or 465 usually).
+  uint16_t port;
+  // `WAF_SMTP_PLAIN`, `WAF_SMTP_STARTTLS` or `WAF_SMTP_TLS`.
+  uint32_t security;
+  // The sender: `address` or `Name <address>`.
+  const char *from;
+  // User name for SMTP AUTH, or NULL for none (then `password` must be NULL too).
+  const char *username;
+  // Password for SMTP AUTH, or NULL.
+  const char *password;
+  // Longest time one mail may take (connect, greeting, TLS, send), in milliseconds; 0
+  // for the default, 10 s.
+  uint32_t timeout_ms;
+} waf_smtp;
 
 // The report of a finished transaction, passed to the report callback. Every pointer in it
 // is owned by the library and valid only during the callback.
@@ -195,6 +238,14 @@ enum waf_status waf_builder_policy_file(struct waf_builder *builder, const char 
 // never answers a gate with a bare status. Call it before `waf_builder_policy_file`.
 enum waf_status waf_builder_serve_gates(struct waf_builder *builder, bool serves);
 
+// Sets the SMTP relay through which the library sends the sign-in codes itself (see
+// `waf_engine_send_mail`): checked now (WAF_STATUS_INVALID_ARGUMENT with
+// `waf_last_error()` for a NULL or empty host, port 0, an unknown `security`, a `from`
+// that is not an address, a user name without a password); nothing connects until the
+// first mail. The strings are copied. Without it the host sends the mail itself
+// (`waf_answer_mail`).
+enum waf_status waf_builder_smtp(struct waf_builder *builder, const struct waf_smtp *smtp);
+
 // Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 enum waf_status waf_builder_report_callback(struct waf_builder *builder, waf_report_cb callback);
 
@@ -274,6 +325,19 @@ bool waf_tx_gate_intervened(const struct waf_tx *tx);
 // Whether `engine`'s policy has email-code sign-in (`[gates.sign_in]`), whose codes the
 // host must send (`waf_answer_mail`). False when `engine` is NULL.
 bool waf_engine_has_sign_in(const struct waf_engine *engine);
+
+// Sends the sign-in mail `answer` carries (`waf_answer_mail`) through the SMTP relay of
+// `engine` (`waf_builder_smtp`), without blocking: the mail is queued for the engine's
+// mail thread, and `answer` is left as it was (send it; do not log the mail).
+//
+// WAF_STATUS_OK when the mail was queued, or when `answer` carries none. A mail that the
+// relay then refuses is logged on standard error (without the code or the address) and
+// the visitor, who saw the ordinary page, can ask for a new code.
+// WAF_STATUS_UNAVAILABLE when the queue is full (`WAF_MAIL_QUEUE` mails waiting) or
+// the thread cannot start, and WAF_STATUS_INVALID_ARGUMENT when `engine` has no relay (or
+// no sign-in): then send `waf_answer_mail_failed(answer)` instead. `waf_last_error()`
+// says which.
+enum waf_status waf_engine_send_mail(const struct waf_engine *engine, const struct waf_answer *answer);
 
 // Starts a transaction. `client_addr` and `server_addr` are NUL-terminated IP addresses
 // as text ("192.0.2.1", "::1"); text that is not an IP address (a Unix socket path) is

@@ -17,6 +17,15 @@
  *                             which a rule logged or an intervention happened to PATH,
  *                             one line each, instead of the "info" error log line
  *                             (default off; reopened on USR1 like access logs)
+ *   waf_smtp HOST:PORT plain | starttls | tls from=ADDRESS [user=NAME
+ *            password_file=PATH] [timeout=TIME];
+ *                             (http block only) the SMTP relay through which the
+ *                             library sends the email-code sign-in mails
+ *                             ([gates.sign_in]); from=ADDRESS may be "Name <address>"
+ *                             (quote it); password_file is read at load (relative to
+ *                             the prefix, trailing newline removed); timeout bounds one
+ *                             mail (default 10s). Checked at load; nothing connects
+ *                             until the first mail.
  *
  * The transaction id is nginx's $request_id, so an audit record, the "warn" summary and
  * the access log (log_format ... $request_id) or a response header (add_header
@@ -53,8 +62,14 @@
  * requests under the gate prefix (/.waf/ by default) are answered by the library with
  * their form body (waf_tx_gate_request; bodies over WAF_GATE_FORM_LEN or spooled to a file
  * get 413) and never reach the content handler; a response that went through gets the
- * gates' cookies (admission, renewals) in the header filter. Email-code sign-in is refused
- * at load: the module sends no mail. Subrequests are not
+ * gates' cookies (admission, renewals) in the header filter. Email-code sign-in needs
+ * waf_smtp (without it the configuration test fails and says so): the code mail is handed
+ * to the library's mail thread (waf_engine_send_mail, a bounded queue, so a worker never
+ * waits for the relay) and the visitor gets the "a code is on its way" page at once; a mail
+ * the relay then refuses is logged by that thread (on stderr, which nginx sends to the
+ * error log; never the code or the address), and the visitor can ask for a new code; a
+ * full queue answers the "could not send" page (waf_answer_mail_failed). Codes and sign-out
+ * revocations are policy state, per worker process like the rest of it. Subrequests are not
  * inspected (their main request is). Internal redirects keep the transaction of the main
  * request, found again through its pool cleanup.
  *
@@ -113,6 +128,13 @@ typedef struct {
 } ngx_http_waf_loc_conf_t;
 
 
+/* The http block's waf_smtp: strings NUL-terminated, in the configuration pool. */
+typedef struct {
+    ngx_flag_t               smtp_set;
+    waf_smtp                 smtp;
+} ngx_http_waf_main_conf_t;
+
+
 typedef struct {
     ngx_http_request_t      *r;
     waf_tx                  *tx;
@@ -130,6 +152,8 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_waf_init(ngx_conf_t *cf);
+static void *ngx_http_waf_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_waf_smtp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static void *ngx_http_waf_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_waf_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -201,6 +225,13 @@ static ngx_command_t  ngx_http_waf_commands[] = {
       0,
       NULL },
 
+    { ngx_string("waf_smtp"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_waf_smtp,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -208,7 +239,7 @@ static ngx_command_t  ngx_http_waf_commands[] = {
 static ngx_http_module_t  ngx_http_waf_module_ctx = {
     NULL,                                  /* preconfiguration */
     ngx_http_waf_init,                     /* postconfiguration */
-    NULL,                                  /* create main configuration */
+    ngx_http_waf_create_main_conf,         /* create main configuration */
     NULL,                                  /* init main configuration */
     NULL,                                  /* create server configuration */
     NULL,                                  /* merge server configuration */
@@ -238,6 +269,158 @@ static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 
 
 /* Configuration */
+
+static void *
+ngx_http_waf_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_waf_main_conf_t));
+}
+
+
+/* A copy of `len` bytes at `data` as a NUL-terminated string in the pool. */
+static const char *
+ngx_http_waf_cstr(ngx_conf_t *cf, u_char *data, size_t len)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(cf->pool, len + 1);
+    if (p == NULL) {
+        return NULL;
+    }
+    ngx_memcpy(p, data, len);
+    p[len] = '\0';
+    return (const char *) p;
+}
+
+
+static char *
+ngx_http_waf_smtp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_waf_main_conf_t  *mcf = conf;
+
+    u_char       *colon;
+    ssize_t       n;
+    ngx_str_t    *value, host, path;
+    ngx_int_t     port, ms;
+    ngx_uint_t    i;
+    ngx_file_t    file;
+    u_char        buf[1024];
+
+    if (mcf->smtp_set) {
+        return "is duplicate";
+    }
+    value = cf->args->elts;
+
+    /* HOST:PORT, HOST may be [v6] */
+    colon = NULL;
+    for (i = 0; i < value[1].len; i++) {
+        if (value[1].data[i] == ':') {
+            colon = &value[1].data[i];
+        }
+    }
+    if (colon == NULL) {
+        return "takes HOST:PORT first";
+    }
+    host.data = value[1].data;
+    host.len = colon - value[1].data;
+    if (host.len > 2 && host.data[0] == '[' && host.data[host.len - 1] == ']') {
+        host.data++;
+        host.len -= 2;
+    }
+    port = ngx_atoi(colon + 1, value[1].data + value[1].len - colon - 1);
+    if (host.len == 0 || port < 1 || port > 65535) {
+        return "takes HOST:PORT first (a port of 1-65535)";
+    }
+    mcf->smtp.host = ngx_http_waf_cstr(cf, host.data, host.len);
+    mcf->smtp.port = (uint16_t) port;
+
+    if (ngx_strcmp(value[2].data, "plain") == 0) {
+        mcf->smtp.security = WAF_SMTP_PLAIN;
+    } else if (ngx_strcmp(value[2].data, "starttls") == 0) {
+        mcf->smtp.security = WAF_SMTP_STARTTLS;
+    } else if (ngx_strcmp(value[2].data, "tls") == 0) {
+        mcf->smtp.security = WAF_SMTP_TLS;
+    } else {
+        return "takes plain, starttls or tls second";
+    }
+
+    for (i = 3; i < cf->args->nelts; i++) {
+        if (ngx_strncmp(value[i].data, "from=", 5) == 0) {
+            mcf->smtp.from = ngx_http_waf_cstr(cf, value[i].data + 5, value[i].len - 5);
+
+        } else if (ngx_strncmp(value[i].data, "user=", 5) == 0) {
+            mcf->smtp.username = ngx_http_waf_cstr(cf, value[i].data + 5, value[i].len - 5);
+
+        } else if (ngx_strncmp(value[i].data, "password_file=", 14) == 0) {
+            path.data = value[i].data + 14;
+            path.len = value[i].len - 14;
+            if (path.len == 0 || ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+                return "takes a non-empty password_file=PATH";
+            }
+            ngx_memzero(&file, sizeof(ngx_file_t));
+            file.name = path;
+            file.log = cf->log;
+            file.fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+            if (file.fd == NGX_INVALID_FILE) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                                   "waf_smtp: cannot open \"%V\"", &path);
+                return NGX_CONF_ERROR;
+            }
+            n = ngx_read_file(&file, buf, sizeof(buf), 0);
+            ngx_close_file(file.fd);
+            if (n < 0 || n == (ssize_t) sizeof(buf)) {
+                return "password_file cannot be read or is over 1023 bytes";
+            }
+            while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
+                n--;
+            }
+            mcf->smtp.password = ngx_http_waf_cstr(cf, buf, n);
+            ngx_explicit_memzero(buf, sizeof(buf));
+
+        } else if (ngx_strncmp(value[i].data, "timeout=", 8) == 0) {
+            path.data = value[i].data + 8;
+            path.len = value[i].len - 8;
+            ms = ngx_parse_time(&path, 0);
+            if (ms == NGX_ERROR || ms <= 0 || ms > 3600000) {
+                return "takes timeout=TIME of 1ms to 1h";
+            }
+            mcf->smtp.timeout_ms = (uint32_t) ms;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "waf_smtp: unknown parameter \"%V\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (mcf->smtp.from == NULL) {
+        return "needs from=ADDRESS";
+    }
+    if ((mcf->smtp.username == NULL) != (mcf->smtp.password == NULL)) {
+        return "needs user= and password_file= together";
+    }
+
+    /* the library checks the rest (the from address) now, so that nginx -t says so */
+    {
+        waf_builder  *b = waf_builder_new();
+        waf_status    st;
+        const char   *err;
+
+        if (b == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        st = waf_builder_smtp(b, &mcf->smtp);
+        err = waf_last_error();
+        waf_builder_free(b);
+        if (st != WAF_STATUS_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "waf_smtp: %s", err ? err : "?");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    mcf->smtp_set = 1;
+    return NGX_CONF_OK;
+}
 
 static void *
 ngx_http_waf_create_loc_conf(ngx_conf_t *cf)
@@ -410,6 +593,8 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     ngx_pool_cleanup_t  *cln;
     ngx_http_waf_src_t  *src;
 
+    ngx_http_waf_main_conf_t  *mcf;
+
     if (conf->built) {
         return NGX_OK;
     }
@@ -457,6 +642,11 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
         st = waf_builder_report_callback(b, ngx_http_waf_report);
     }
 
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_waf_module);
+    if (st == WAF_STATUS_OK && mcf->smtp_set) {
+        st = waf_builder_smtp(b, &mcf->smtp);
+    }
+
     if (st != WAF_STATUS_OK) {
         waf_builder_free(b);
         err = waf_last_error();
@@ -478,10 +668,11 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     cln->data = engine;
     conf->engine = engine;
 
-    if (waf_engine_has_sign_in(engine)) {
+    if (waf_engine_has_sign_in(engine) && !mcf->smtp_set) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "waf: [gates.sign_in] is not served by the nginx module "
-                           "(it sends no mail); use waf-proxy in front, or leave it out");
+                           "waf: [gates.sign_in] sends its codes by mail: add "
+                           "\"waf_smtp HOST:PORT plain|starttls|tls from=ADDRESS;\" "
+                           "to the http block");
         return NGX_ERROR;
     }
 
@@ -1034,6 +1225,9 @@ ngx_http_waf_gate(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx)
     ngx_str_t     version;
     ngx_chain_t  *cl;
     waf_answer   *a;
+    const char   *to, *subject, *text, *err;
+
+    ngx_http_waf_loc_conf_t  *lcf;
 
     len = 0;
     if (r->request_body != NULL) {
@@ -1076,6 +1270,21 @@ ngx_http_waf_gate(ngx_http_request_t *r, ngx_http_waf_ctx_t *ctx)
     }
     if (a == NULL) {
         return NGX_HTTP_NOT_FOUND;
+    }
+
+    /* A sign-in code: queued for the library's mail thread (never waited for here). */
+    if (waf_answer_mail(a, &to, &subject, &text)) {
+        lcf = ngx_http_get_module_loc_conf(r, ngx_http_waf_module);
+        st = waf_engine_send_mail(lcf->engine, a);
+        if (st != WAF_STATUS_OK) {
+            err = waf_last_error();
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "waf: %s",
+                          err ? err : "the sign-in mail was not queued");
+            a = waf_answer_mail_failed(a);
+            if (a == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
     }
     return ngx_http_waf_send_answer(r, ctx, a);
 }

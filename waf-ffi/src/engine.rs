@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use waf_core::Waf;
 
 use crate::error::set_last_error;
+use crate::mail::{MailSender, WafSmtp};
 use crate::types::{bytes, utf8, WafReportCallback, WafStatus};
 
 /// Collects rule sources and options; becomes a `waf_engine` with `waf_builder_build`.
@@ -17,6 +18,7 @@ pub struct WafBuilder {
     callback: WafReportCallback,
     fail_open: bool,
     serves_gates: bool,
+    smtp: Option<waf_tower::SmtpMailer>,
 }
 
 /// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
@@ -27,6 +29,9 @@ pub struct WafEngine {
     pub(crate) waf: Waf,
     pub(crate) callback: WafReportCallback,
     pub(crate) fail_open: bool,
+    /// The sign-in mail's sender, when the builder had SMTP settings and the policy has
+    /// sign-in.
+    pub(crate) mail: Option<MailSender>,
 }
 
 /// A new, empty builder. Returns NULL only if the library panicked (out of memory).
@@ -38,6 +43,7 @@ pub unsafe extern "C" fn waf_builder_new() -> *mut WafBuilder {
             callback: None,
             fail_open: false,
             serves_gates: false,
+            smtp: None,
         }))
     })
 }
@@ -206,6 +212,31 @@ pub unsafe extern "C" fn waf_builder_serve_gates(
     })
 }
 
+/// Sets the SMTP relay through which the library sends the sign-in codes itself (see
+/// `waf_engine_send_mail`): checked now (WAF_STATUS_INVALID_ARGUMENT with
+/// `waf_last_error()` for a NULL or empty host, port 0, an unknown `security`, a `from`
+/// that is not an address, a user name without a password); nothing connects until the
+/// first mail. The strings are copied. Without it the host sends the mail itself
+/// (`waf_answer_mail`).
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_smtp(
+    builder: *mut WafBuilder,
+    smtp: *const WafSmtp,
+) -> WafStatus {
+    ffi_guard!("waf_builder_smtp", WafStatus::Panic, {
+        non_null!(builder, smtp);
+        // SAFETY: non-null and readable per the contract; its strings are NULL or
+        // NUL-terminated.
+        let m = match unsafe { crate::mail::mailer(&*smtp) } {
+            Ok(m) => m,
+            Err(e) => return e,
+        };
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        unsafe { (*builder).smtp = Some(m) };
+        WafStatus::Ok
+    })
+}
+
 /// Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 #[no_mangle]
 pub unsafe extern "C" fn waf_builder_report_callback(
@@ -253,9 +284,10 @@ pub unsafe extern "C" fn waf_builder_build(
         match b.inner.build() {
             Ok(waf) => {
                 let e = Box::new(WafEngine {
-                    waf,
                     callback: b.callback,
                     fail_open: b.fail_open,
+                    mail: b.smtp.filter(|_| waf.has_sign_in()).map(MailSender::new),
+                    waf,
                 });
                 // SAFETY: as above.
                 unsafe { *engine = Box::into_raw(e) };

@@ -12,13 +12,16 @@
 //!    JSON or redirect, or the block page): the same pages every host serves;
 //! 3. adds `waf_tx_set_cookie` to a response that went through.
 //!
-//! The sign-in mail is returned to the host: `waf_answer_mail` gives the recipient, subject
-//! and body; the host sends it (its own SMTP client, or a queue), and when that fails sends
-//! `waf_answer_mail_failed` instead. The core does no I/O.
+//! The sign-in mail: `waf_answer_mail` gives the recipient, subject and body. Either the
+//! library sends it (`waf_builder_smtp` set a relay: `waf_engine_send_mail` queues it for
+//! the engine's mail thread without blocking, see `mail.rs`) or the host does (its own SMTP
+//! client, or a queue); when that fails the host sends `waf_answer_mail_failed` instead.
+//! The core does no I/O.
 
 use std::ffi::{c_char, CString};
 use std::time::SystemTime;
 
+use waf_core::policy::gate::Mail;
 use waf_core::RequestHead;
 
 use crate::engine::{c_string, WafEngine};
@@ -40,6 +43,8 @@ pub struct WafAnswer {
     headers: Vec<(Vec<u8>, Vec<u8>)>,
     body: Vec<u8>,
     mail: Option<[CString; 3]>,
+    /// The same mail, for `waf_engine_send_mail`.
+    to_send: Option<Mail>,
     failed: Option<Box<WafAnswer>>,
 }
 
@@ -55,6 +60,7 @@ impl WafAnswer {
                 .collect(),
             body,
             mail: None,
+            to_send: None,
             failed: None,
         }
     }
@@ -63,6 +69,7 @@ impl WafAnswer {
         let mut a = WafAnswer::from_http(waf_core::host::gate_http_response(r));
         if let Some(m) = &r.mail {
             a.mail = Some([c_string(&m.to), c_string(&m.subject), c_string(&m.body)]);
+            a.to_send = Some(m.clone());
         }
         a.failed = r
             .send_failed
@@ -379,5 +386,42 @@ pub unsafe extern "C" fn waf_engine_has_sign_in(engine: *const WafEngine) -> boo
         }
         // SAFETY: non-null engine from waf_builder_build, only read.
         unsafe { (*engine).waf.has_sign_in() }
+    })
+}
+
+/// Sends the sign-in mail `answer` carries (`waf_answer_mail`) through the SMTP relay of
+/// `engine` (`waf_builder_smtp`), without blocking: the mail is queued for the engine's
+/// mail thread, and `answer` is left as it was (send it; do not log the mail).
+///
+/// WAF_STATUS_OK when the mail was queued, or when `answer` carries none. A mail that the
+/// relay then refuses is logged on standard error (without the code or the address) and
+/// the visitor, who saw the ordinary page, can ask for a new code.
+/// WAF_STATUS_UNAVAILABLE when the queue is full (`WAF_MAIL_QUEUE` mails waiting) or
+/// the thread cannot start, and WAF_STATUS_INVALID_ARGUMENT when `engine` has no relay (or
+/// no sign-in): then send `waf_answer_mail_failed(answer)` instead. `waf_last_error()`
+/// says which.
+#[no_mangle]
+pub unsafe extern "C" fn waf_engine_send_mail(
+    engine: *const WafEngine,
+    answer: *const WafAnswer,
+) -> WafStatus {
+    ffi_guard!("waf_engine_send_mail", WafStatus::Panic, {
+        non_null!(engine, answer);
+        // SAFETY: non-null answer from this module, only read.
+        let Some(mail) = (unsafe { &*answer }).to_send.clone() else {
+            return WafStatus::Ok;
+        };
+        // SAFETY: non-null engine from waf_builder_build, only read (the sender locks).
+        let Some(sender) = (unsafe { &*engine }).mail.as_ref() else {
+            set_last_error("no SMTP relay is set for this engine (waf_builder_smtp)");
+            return WafStatus::InvalidArgument;
+        };
+        match sender.send(mail) {
+            Ok(()) => WafStatus::Ok,
+            Err(e) => {
+                set_last_error(format!("the sign-in mail was not queued: {e}"));
+                WafStatus::Unavailable
+            }
+        }
     })
 }

@@ -19,6 +19,9 @@ pub enum WafStatus {
     /// fail-closed verdict (status 500) unless the engine is fail-open, and the transaction
     /// answers every later phase the same way.
     Panic = 4,
+    /// Not possible now, nothing was changed: `waf_engine_send_mail` could not queue the
+    /// mail (its queue is full or its thread cannot start); see `waf_last_error()`.
+    Unavailable = 5,
 }
 
 /// How an intervention ends the transaction.

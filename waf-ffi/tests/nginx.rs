@@ -1030,7 +1030,7 @@ fn set_cookie(resp: &str, name: &str) -> Option<String> {
 
 /// The gates served by the module: a cookie challenge round trip (the `/.waf/cookie` check
 /// answered by the library), the pass accepted, a waiting room of one admitting in order
-/// with the same pages as every host; sign-in (which needs mail) fails `nginx -t`.
+/// with the same pages as every host; sign-in without `waf_smtp` fails `nginx -t`.
 #[test]
 fn gates_cookie_challenge_and_waiting_room() {
     let (upstream, _seen) = start_upstream();
@@ -1117,7 +1117,7 @@ challenge = "cookie"
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert!(set_cookie(&r, "__waf_admit").is_some());
 
-    // Sign-in needs mail, which the module does not send: refused at load.
+    // Sign-in sends mail: without waf_smtp it is refused at load, and says what to add.
     let prefix = custom_prefix("gates-signin");
     std::fs::write(
         prefix.join("policy.toml"),
@@ -1127,7 +1127,289 @@ challenge = "cookie"
     write_conf(&prefix, "nginx.conf", &http);
     let (ok, err) = config_test(&prefix, "nginx.conf");
     assert!(
-        !ok && err.contains("[gates.sign_in] is not served"),
+        !ok && err.contains("[gates.sign_in] sends its codes by mail: add \"waf_smtp"),
         "{err}"
     );
+}
+
+/// One raw request with `cookie` (may be empty) and a form `body` (a POST when not
+/// empty); the whole response. The connection must close after the answer.
+fn send(port: u16, target: &str, cookie: &str, body: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect nginx");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let method = if body.is_empty() { "GET" } else { "POST" };
+    let mut req = format!(
+        "{method} {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: waf-ffi-test/1.0\r\n\
+         Accept: text/html\r\nConnection: close\r\n"
+    );
+    if !cookie.is_empty() {
+        req.push_str(&format!("Cookie: {cookie}\r\n"));
+    }
+    if !body.is_empty() {
+        req.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).expect("write request");
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)
+        .unwrap_or_else(|e| panic!("{method} {target}: connection not closed: {e}"));
+    String::from_utf8_lossy(&resp).to_string()
+}
+
+/// The value of hidden input `name` in a page.
+fn input(html: &str, name: &str) -> String {
+    let key = format!("name=\"{name}\" value=\"");
+    let at = html
+        .find(&key)
+        .unwrap_or_else(|| panic!("no input {name} in {html}"))
+        + key.len();
+    html[at..at + html[at..].find('"').expect("end of value")].to_string()
+}
+
+/// Percent-encodes a form value.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// A real SMTP server (Python's aiosmtpd) writing every mail into a Maildir.
+struct Smtp {
+    child: Child,
+    port: u16,
+    maildir: PathBuf,
+}
+
+impl Drop for Smtp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Smtp {
+    fn start(dir: &Path) -> Smtp {
+        let port = free_port();
+        let maildir = dir.join("mail");
+        let child = Command::new("python3")
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 is missing");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "aiosmtpd did not start (pip install aiosmtpd; .ci/run does)"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        Smtp {
+            child,
+            port,
+            maildir,
+        }
+    }
+
+    /// The `n`th mail (1-based, by arrival), waiting for it up to 20 s.
+    fn mail(&self, n: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(self.maildir.join("new"))
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+            if files.len() >= n {
+                return std::fs::read_to_string(&files[n - 1]).expect("read mail");
+            }
+            assert!(Instant::now() < deadline, "no mail number {n} arrived");
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Asks for a code for `email` on /private (following to the sign-in form); the code
+/// page and the cookies so far.
+fn ask_code(port: u16, email: &str) -> (String, String) {
+    let r = send(port, "/private", "", "");
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}");
+    let origin = format!("http://localhost:{port}");
+    let loc = header(&r, "location").expect("location");
+    let loc = loc.strip_prefix(origin.as_str()).unwrap_or(loc).to_string();
+    assert!(loc.starts_with("/.waf/sign-in?"), "{loc}");
+    let form_page = send(port, &loc, "", "");
+    assert!(form_page.starts_with("HTTP/1.1 200"), "{form_page}");
+    let form = set_cookie(&form_page, "__waf_form").expect("the form cookie");
+    let body = format!(
+        "email={}&form_token={}&return_to={}",
+        enc(email),
+        enc(&input(&form_page, "form_token")),
+        enc(&input(&form_page, "return_to"))
+    );
+    let page = send(port, "/.waf/sign-in", &form, &body);
+    (page, form)
+}
+
+/// Email-code sign-in served by the module with `waf_smtp`: the code mail goes through a
+/// real SMTP server (aiosmtpd) by the library's mail thread, the code read from its Maildir
+/// signs in (a wrong one does not), the session cookie lets the protected page through,
+/// sign-out revokes it. With the relay down the visitor still gets the ordinary page and
+/// the failure is logged, without the address.
+#[test]
+fn sign_in_with_mail_through_a_real_smtp_server() {
+    let (upstream, seen) = start_upstream();
+    let prefix = custom_prefix("signin-smtp");
+    let smtp = Smtp::start(&prefix);
+    std::fs::write(
+        prefix.join("policy.toml"),
+        r#"
+[gates]
+keys = ["an nginx test key of at least 32 bytes"]
+[gates.sign_in]
+match = 'http.request.uri.path == "/private"'
+allowed = ["alice@example.com"]
+"#,
+    )
+    .expect("write policy");
+    let port = free_port();
+    let http = format!(
+        "access_log off; waf on;\n\
+         waf_smtp 127.0.0.1:{} plain \"from=WAF <waf@example.com>\" timeout=5s;\n\
+         server {{ listen 127.0.0.1:{port}; waf_policy_file policy.toml;\n\
+         location / {{ proxy_pass http://127.0.0.1:{upstream}; }} }}",
+        smtp.port
+    );
+    write_conf(&prefix, "nginx.conf", &http);
+    let n = spawn_nginx(prefix.clone(), port);
+
+    let before = seen.requests.load(Ordering::SeqCst);
+    let (page, form) = ask_code(port, "alice@example.com");
+    assert!(
+        page.starts_with("HTTP/1.1 200"),
+        "{page}\n{}",
+        n.error_log()
+    );
+    assert!(page.contains("alice@example.com"), "{page}");
+    let mail = smtp.mail(1);
+    assert!(mail.contains("To: alice@example.com"), "{mail}");
+    assert!(mail.contains("From: WAF <waf@example.com>"), "{mail}");
+    let text = mail.split("\n\n").skip(1).collect::<Vec<_>>().join("\n\n");
+    let at = text.find("code is ").expect("the mail names the code") + 8;
+    let code = text[at..at + 6].to_string();
+    assert!(code.bytes().all(|b| b.is_ascii_digit()), "{code}");
+    let post = |code: &str| {
+        let body = format!(
+            "pending={}&code={code}&form_token={}&return_to={}",
+            enc(&input(&page, "pending")),
+            enc(&input(&page, "form_token")),
+            enc(&input(&page, "return_to"))
+        );
+        send(port, "/.waf/sign-in/code", &form, &body)
+    };
+    let wrong = post(if code == "000000" { "111111" } else { "000000" });
+    assert!(
+        !wrong.starts_with("HTTP/1.1 303"),
+        "a wrong code signs in: {wrong}"
+    );
+    let r = post(&code);
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}");
+    let origin = format!("http://localhost:{port}");
+    assert_eq!(
+        header(&r, "location").map(|l| l.strip_prefix(origin.as_str()).unwrap_or(l)),
+        Some("/private")
+    );
+    let session = set_cookie(&r, "__waf_session").expect("the session cookie");
+    assert_eq!(
+        seen.requests.load(Ordering::SeqCst),
+        before,
+        "no gate request reached the upstream"
+    );
+    let r = send(port, "/private", &session, "");
+    assert!(
+        r.starts_with("HTTP/1.1 200") && r.contains("hello upstream"),
+        "{r}"
+    );
+    // Sign-out revokes the session: the same cookie is sent to sign-in again.
+    let out = send(port, "/.waf/sign-out", &session, "");
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("signed out"), "{out}");
+    let r = send(port, "/private", &session, "");
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}");
+    let log = n.error_log();
+    assert!(!log.contains(&code), "the code is in the error log:\n{log}");
+
+    // The relay down: the visitor still gets the ordinary page, the failure is logged.
+    drop(smtp);
+    let (page, _) = ask_code(port, "alice@example.com");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("alice@example.com"), "{page}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let log = loop {
+        let log = n.error_log();
+        if log.contains("a sign-in mail was not sent") || Instant::now() > deadline {
+            break log;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    let line = log
+        .lines()
+        .find(|l| l.contains("a sign-in mail was not sent"))
+        .unwrap_or_else(|| panic!("no failure line in:\n{log}"));
+    assert!(!line.contains("alice"), "{line}");
+}
+
+/// `waf_smtp` is checked at load: bad values fail `nginx -t` with what is wrong.
+#[test]
+fn waf_smtp_is_checked_at_load() {
+    let prefix = custom_prefix("smtp-bad");
+    for (args, want) in [
+        ("127.0.0.1 plain from=a@example.com", "HOST:PORT"),
+        ("127.0.0.1:0 plain from=a@example.com", "1-65535"),
+        (
+            "127.0.0.1:25 ssl from=a@example.com",
+            "plain, starttls or tls",
+        ),
+        ("127.0.0.1:25 plain", "needs from=ADDRESS"),
+        (
+            "127.0.0.1:25 plain from=not-an-address",
+            "is not an address",
+        ),
+        ("127.0.0.1:25 plain from=a@example.com user=u", "together"),
+        (
+            "127.0.0.1:25 plain from=a@example.com password_file=nope",
+            "cannot open",
+        ),
+        ("127.0.0.1:25 plain from=a@example.com timeout=0", "timeout"),
+        (
+            "127.0.0.1:25 plain from=a@example.com colour=red",
+            "unknown parameter",
+        ),
+    ] {
+        write_conf(&prefix, "nginx.conf", &format!("waf_smtp {args};"));
+        let (ok, err) = config_test(&prefix, "nginx.conf");
+        assert!(!ok && err.contains(want), "waf_smtp {args}: {err}");
+    }
+    std::fs::write(prefix.join("pw"), "secret\n").expect("write password");
+    write_conf(
+        &prefix,
+        "nginx.conf",
+        "waf_smtp [::1]:587 starttls from=a@example.com user=u password_file=pw timeout=3s;",
+    );
+    let (ok, err) = config_test(&prefix, "nginx.conf");
+    assert!(ok, "{err}");
 }

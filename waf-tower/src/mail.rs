@@ -78,6 +78,14 @@ impl SmtpMailer {
             timeout: DEFAULT_SMTP_TIMEOUT,
         })
     }
+
+    /// Bounds the whole of one mail (connect, greeting, TLS, send) by `timeout` instead of
+    /// [`DEFAULT_SMTP_TIMEOUT`]; each SMTP command keeps lettre's own bound of
+    /// [`DEFAULT_SMTP_TIMEOUT`] as well.
+    pub fn timeout(mut self, timeout: Duration) -> SmtpMailer {
+        self.timeout = timeout;
+        self
+    }
 }
 
 impl Mailer for SmtpMailer {

@@ -200,6 +200,11 @@ impl TxState {
                 body::cookie::parse(v, &mut pairs);
             }
         }
+        data::drop_verified_cookies(
+            &mut pairs,
+            &mut self.data.request_headers,
+            self.policy.effects(),
+        );
         self.data.cookies = pairs.drain(..).map(|(k, v)| Pair::new(k, v)).collect();
         let outcome =
             body::urlencoded::parse(&self.data.query_string, separator, limit, &mut pairs);

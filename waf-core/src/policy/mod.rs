@@ -650,9 +650,27 @@ pub struct PolicyEffects {
     /// A gate's answer (challenge, waiting room, sign-in) to send instead of the block
     /// page: [`PolicyEffects::gate_response`].
     pub gate: Option<gate::GateAnswer>,
+    /// The gate cookies verified on this request, one bit per [`gate::VerifiedCookie`].
+    verified_cookies: u8,
 }
 
 impl PolicyEffects {
+    /// The names of the gate cookies (`__waf_pass`, `__waf_admit`, `__waf_session`) whose
+    /// gate verified them on this request. The rules do not see them in `REQUEST_COOKIES`
+    /// and `REQUEST_COOKIES_NAMES` (`REQUEST_HEADERS:Cookie` still carries them); a forged
+    /// or unverified one is inspected as any cookie.
+    pub fn verified_cookies(&self) -> impl Iterator<Item = &'static str> + '_ {
+        gate::VerifiedCookie::ALL
+            .into_iter()
+            .filter(|c| self.verified_cookies & *c as u8 != 0)
+            .map(gate::VerifiedCookie::name)
+    }
+
+    /// Marks gate cookie `c` as verified on this request.
+    pub(crate) fn verified(&mut self, c: gate::VerifiedCookie) {
+        self.verified_cookies |= c as u8;
+    }
+
     /// Applies [`request_headers`](Self::request_headers) to the headers about to be
     /// forwarded (names and values were checked when the policy was compiled).
     pub fn edit_request_headers(&self, headers: &mut http::HeaderMap) {
@@ -911,7 +929,10 @@ impl TxPolicy {
                                 difficulty.unwrap_or(g.challenge.difficulty),
                             ) =>
                     {
-                        continue
+                        if !g.is_gate_path(req.raw_path()) {
+                            self.effects.verified(gate::VerifiedCookie::Pass);
+                        }
+                        continue;
                     }
                     _ => {}
                 }

@@ -387,6 +387,136 @@ static void test_gates(void) {
     waf_engine_free(e);
 }
 
+/* ---- the sign-in mail (waf_builder_smtp, waf_engine_send_mail) ---- */
+
+static const char SIGN_IN[] =
+    "[gates]\n"
+    "keys = [\"a C test key of at least thirty-two bytes\"]\n"
+    "[gates.sign_in]\n"
+    "allowed = [\"alice@example.com\"]\n";
+
+/* Copies the value of hidden input `name` of `page` (`n` bytes) into `buf`. */
+static const char *page_input(const uint8_t *page, size_t n, const char *name, char *buf,
+                              size_t cap) {
+    char key[64];
+    snprintf(key, sizeof key, "name=\"%s\" value=\"", name);
+    char *text = malloc(n + 1);
+    if (text == NULL) return NULL;
+    memcpy(text, page, n);
+    text[n] = 0;
+    const char *at = strstr(text, key);
+    const char *res = NULL;
+    if (at != NULL) {
+        at += strlen(key);
+        const char *end = strchr(at, '"');
+        if (end != NULL && (size_t)(end - at) < cap) {
+            memcpy(buf, at, end - at);
+            buf[end - at] = 0;
+            res = buf;
+        }
+    }
+    free(text);
+    return res;
+}
+
+/* A gate request of a new transaction on `e`: GET (body NULL) or a form POST. */
+static waf_answer *gate(waf_engine *e, const char *uri, const char *cookie, const char *body) {
+    waf_tx *tx = NULL;
+    waf_intervention iv;
+    waf_answer *a = NULL;
+    CHECK(waf_tx_new(e, "192.0.2.1", 1, "127.0.0.1", 80, 1700000000000ULL, NULL, NULL, &tx) ==
+          WAF_STATUS_OK);
+    CHECK(get_with(tx, uri, cookie, &iv) == WAF_STATUS_OK);
+    waf_header h[] = {{S("Host"), S("example.com")},
+                      {S("User-Agent"), S("c-test")},
+                      {S("Accept"), S("text/html")},
+                      {S("Cookie"), (const uint8_t *)cookie, strlen(cookie)}};
+    const char *method = body ? "POST" : "GET";
+    CHECK(waf_tx_gate_request(tx, (const uint8_t *)method, strlen(method), (const uint8_t *)uri,
+                              strlen(uri),
+                              S("HTTP/1.1"), h, cookie[0] ? 4 : 3, (const uint8_t *)body,
+                              body ? strlen(body) : 0, &a) == WAF_STATUS_OK);
+    waf_tx_free(tx);
+    return a;
+}
+
+static void test_smtp(void) {
+    /* Settings are checked by waf_builder_smtp. */
+    waf_builder *b = waf_builder_new();
+    waf_smtp s = {"127.0.0.1", 1, WAF_SMTP_PLAIN, "WAF <waf@example.com>", NULL, NULL, 2000};
+    waf_smtp bad = s;
+    bad.host = NULL;
+    CHECK(waf_builder_smtp(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad = s;
+    bad.from = "not an address";
+    CHECK(waf_builder_smtp(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(waf_last_error(), "not an address") != NULL);
+    bad = s;
+    bad.username = "u";
+    CHECK(waf_builder_smtp(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad = s;
+    bad.security = 7;
+    CHECK(waf_builder_smtp(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad = s;
+    bad.port = 0;
+    CHECK(waf_builder_smtp(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(waf_builder_smtp(b, NULL) == WAF_STATUS_INVALID_ARGUMENT);
+    /* A relay on a closed port: the mail is queued, the thread logs the failure. */
+    CHECK(waf_builder_smtp(b, &s) == WAF_STATUS_OK);
+    CHECK(waf_builder_serve_gates(b, true) == WAF_STATUS_OK);
+    CHECK(waf_builder_rules(b, "policy-less", "SecRuleEngine On", 16) == WAF_STATUS_OK);
+    char path[] = "/tmp/waf-signin-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(SIGN_IN, f);
+    fclose(f);
+    CHECK(waf_builder_policy_file(b, path) == WAF_STATUS_OK);
+    remove(path);
+    waf_engine *e = NULL;
+    CHECK(waf_builder_build(b, &e) == WAF_STATUS_OK);
+    if (e == NULL) return;
+    CHECK(waf_engine_has_sign_in(e));
+
+    waf_answer *a = gate(e, "/.waf/sign-in?return_to=/", "", NULL);
+    CHECK(a != NULL && waf_answer_status(a) == 200);
+    if (a == NULL) return;
+    char setc[512], token[256], ret[256], body[1024];
+    size_t n = 0;
+    const uint8_t *page = waf_answer_body(a, &n);
+    CHECK(answer_header(a, "set-cookie", setc, sizeof setc) != NULL);
+    *strchr(setc, ';') = 0;
+    CHECK(page_input(page, n, "form_token", token, sizeof token) != NULL);
+    CHECK(page_input(page, n, "return_to", ret, sizeof ret) != NULL);
+    const char *to, *subject, *text;
+    CHECK(!waf_answer_mail(a, &to, &subject, &text));
+    CHECK(waf_engine_send_mail(e, a) == WAF_STATUS_OK); /* no mail: nothing to do */
+    waf_answer_free(a);
+
+    snprintf(body, sizeof body, "email=alice%%40example.com&form_token=%s&return_to=%%2F", token);
+    a = gate(e, "/.waf/sign-in", setc, body);
+    CHECK(a != NULL && waf_answer_status(a) == 200);
+    if (a == NULL) return;
+    CHECK(waf_answer_mail(a, &to, &subject, &text));
+    CHECK(strcmp(to, "alice@example.com") == 0 && strstr(text, "code") != NULL);
+    CHECK(waf_engine_send_mail(e, a) == WAF_STATUS_OK);
+    CHECK(waf_engine_send_mail(NULL, a) == WAF_STATUS_INVALID_ARGUMENT);
+
+    /* An engine without a relay cannot send it: the host sends the "could not send" page. */
+    waf_builder *b2 = waf_builder_new();
+    CHECK(waf_builder_rules(b2, "none", "SecRuleEngine On", 16) == WAF_STATUS_OK);
+    waf_engine *plain = NULL;
+    CHECK(waf_builder_build(b2, &plain) == WAF_STATUS_OK);
+    CHECK(waf_engine_send_mail(plain, a) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(waf_last_error(), "waf_builder_smtp") != NULL);
+    waf_engine_free(plain);
+    waf_answer *failed = waf_answer_mail_failed(a);
+    CHECK(failed != NULL && waf_answer_status(failed) >= 500);
+    waf_answer_free(failed);
+    /* Freeing the engine waits for its mail thread (which failed to connect). */
+    waf_engine_free(e);
+}
+
 int main(void) {
     CHECK(strlen(waf_version()) > 0);
     CHECK(waf_last_error() == NULL);
@@ -400,6 +530,7 @@ int main(void) {
     }
     test_outlive();
     test_gates();
+    test_smtp();
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);
         return 1;

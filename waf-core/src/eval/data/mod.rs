@@ -18,6 +18,8 @@ mod headers;
 mod server;
 mod state;
 
+pub(crate) use headers::drop_verified_cookies;
+
 use std::collections::HashMap;
 
 use crate::actions::ctl::BodyProcessor;

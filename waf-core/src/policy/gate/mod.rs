@@ -49,6 +49,7 @@ pub(crate) mod token;
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -527,6 +528,49 @@ impl GateAnswerOut {
 
 const FORM_COOKIE: &str = "__waf_form";
 
+/// A gate cookie that the rules need not inspect once its gate verified it: it is our own
+/// signed token, its bytes checked by its MAC, and inspecting it costs CRS about 264,000
+/// instructions per request (a 161-byte cookie through every `REQUEST_COOKIES` rule,
+/// `benches/results/profiles-20261201T165845Z.md`, ladder level L3).
+///
+/// A gate that verified its cookie on a request marks it in [`super::PolicyEffects`]
+/// ([`super::PolicyEffects::verified_cookies`]); the rule engine then leaves that one pair
+/// (the first with the name and exactly the bytes the gate verified) out of
+/// `REQUEST_COOKIES` and `REQUEST_COOKIES_NAMES`. A forged, expired or moved cookie, a
+/// second cookie of the same name, or one on a path the gate does not cover is not
+/// verified, so it is inspected as any cookie. The engine's copy of the `Cookie` header
+/// (`REQUEST_HEADERS:Cookie`) loses the same pair, edited in place (a header left with no
+/// cookie is dropped), so the rules see the request as if the verified cookie had not been
+/// sent (`FULL_REQUEST_LENGTH` and the ML detector's values included); the host forwards
+/// the header as it came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VerifiedCookie {
+    /// `__waf_pass`, met by a challenge rule in the first policy step.
+    Pass = 1,
+    /// `__waf_admit`, an admitted visitor of a waiting room.
+    Admission = 2,
+    /// `__waf_session`, a valid, unrevoked sign-in session.
+    Session = 4,
+}
+
+impl VerifiedCookie {
+    /// Every kind, in bit order.
+    pub(crate) const ALL: [VerifiedCookie; 3] = [
+        VerifiedCookie::Pass,
+        VerifiedCookie::Admission,
+        VerifiedCookie::Session,
+    ];
+
+    /// The cookie's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            VerifiedCookie::Pass => challenge::PASS_COOKIE,
+            VerifiedCookie::Admission => queue::ADMIT_COOKIE,
+            VerifiedCookie::Session => signin::SESSION_COOKIE,
+        }
+    }
+}
+
 /// The intervention that carries a gate answer.
 pub(crate) fn intervention(status: StatusCode, message: &str) -> Intervention {
     Intervention {
@@ -547,22 +591,44 @@ pub(crate) fn wants_html(req: &Request<'_>) -> bool {
 
 /// The value of cookie `name` in `req` (the first one).
 pub(crate) fn cookie<'a>(req: &Request<'a>, name: &str) -> Option<&'a [u8]> {
-    for (k, v) in req.head.headers {
+    cookie_in(req.head.headers, name)
+}
+
+/// The value of cookie `name` in `headers` (the first one, trimmed): what every gate reads
+/// and verifies.
+pub(crate) fn cookie_in<'a>(headers: &[(&'a [u8], &'a [u8])], name: &str) -> Option<&'a [u8]> {
+    for (k, v) in headers {
         if !k.eq_ignore_ascii_case(b"cookie") {
             continue;
         }
-        for pair in v.split(|&b| b == b';') {
-            let pair = pair.trim_ascii();
-            if let Some(rest) = pair.strip_prefix(name.as_bytes()) {
-                if let Some(value) = rest.strip_prefix(b"=") {
-                    return Some(value.trim_ascii());
-                }
-            }
+        if let Some((_, value)) = cookie_span(v, name) {
+            return Some(&v[value]);
         }
     }
     None
 }
 
+/// Where cookie `name` is in one `Cookie` header value `v` (the first, as [`cookie_in`]
+/// reads it): the whole piece between `;`s, and its value, trimmed.
+pub(crate) fn cookie_span(v: &[u8], name: &str) -> Option<(Range<usize>, Range<usize>)> {
+    let mut start = 0;
+    loop {
+        let end = memchr::memchr(b';', &v[start..]).map_or(v.len(), |i| start + i);
+        let piece = &v[start..end];
+        let lead = piece.len() - piece.trim_ascii_start().len();
+        if let Some(rest) = piece.trim_ascii().strip_prefix(name.as_bytes()) {
+            if let Some(value) = rest.strip_prefix(b"=") {
+                let at =
+                    start + lead + name.len() + 1 + (value.len() - value.trim_ascii_start().len());
+                return Some((start..end, at..at + value.trim_ascii().len()));
+            }
+        }
+        if end == v.len() {
+            return None;
+        }
+        start = end + 1;
+    }
+}
 /// A same-host path to send the visitor back to: it must start with one `/` (not `//` or
 /// `/\`, which browsers read as another host), hold only visible ASCII, and not point into
 /// the gate endpoints; anything else becomes `/`. This is the open-redirect defence of the

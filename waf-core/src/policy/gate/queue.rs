@@ -65,7 +65,7 @@ use crate::policy::{PolicyEffects, Request, NANOS};
 use crate::verdict::Intervention;
 
 const TICKET_COOKIE: &str = "__waf_ticket";
-const ADMIT_COOKIE: &str = "__waf_admit";
+pub(crate) const ADMIT_COOKIE: &str = "__waf_admit";
 /// A ticket's life: a visitor who leaves the line for longer than this starts again.
 const TICKET_TTL_SECS: u64 = 6 * 3600;
 
@@ -199,6 +199,7 @@ impl Room {
                                 .set_cookies
                                 .push(self.admit_cookie(g, req, &visitor, place));
                         }
+                        effects.verified(super::VerifiedCookie::Admission);
                         return None;
                     }
                     // The place is gone (idle too long): back of the line, as a new visitor.

@@ -46,7 +46,7 @@ use crate::policy::state::{Cell, Store};
 use crate::policy::{PolicyEffects, Request, NANOS};
 use crate::verdict::Intervention;
 
-const SESSION_COOKIE: &str = "__waf_session";
+pub(crate) const SESSION_COOKIE: &str = "__waf_session";
 
 /// `[gates.sign_in]`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -247,6 +247,7 @@ impl SignIn {
                             self.session_ttl,
                         ));
                     }
+                    effects.verified(super::VerifiedCookie::Session);
                     return None;
                 }
             }

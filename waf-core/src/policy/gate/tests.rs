@@ -706,6 +706,92 @@ fn sign_in_return_url_is_same_host_only_and_forms_need_their_cookie() {
     assert_eq!(r.status.as_u16(), 403);
 }
 
+/// Rules that flag the gate cookies by name, and an attack in any cookie's value.
+const COOKIE_RULES: &str = r#"
+SecRuleEngine On
+SecRule REQUEST_COOKIES_NAMES "@rx ^__waf_(?:pass|session)$" "id:1,phase:1,deny,status:418"
+SecRule REQUEST_COOKIES "@contains union select" "id:2,phase:1,deny,status:403"
+SecRule &REQUEST_COOKIES:__waf_session "@gt 0" "id:3,phase:1,deny,status:419"
+SecRule REQUEST_HEADERS:Cookie "@rx __waf_(?:pass|session)=" "id:4,phase:1,deny,status:420"
+"#;
+
+#[test]
+fn verified_gate_cookies_are_not_inspected_unverified_ones_are() {
+    let text = format!(
+        "{KEYS}{SIGN_IN}\n[[rules]]\nname = \"shop\"\nexpression = 'http.request.uri.path == \"/shop\"'\naction = \"challenge\"\nchallenge = \"cookie\"\n"
+    );
+    let config: PolicyConfig = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let w = Waf::builder()
+        .seclang("cookie-rules", COOKIE_RULES)
+        .policy(config)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut c = Client::browser("192.0.2.10");
+    let (page, code) = ask_code(&w, &mut c, "/reports", "alice@example.com", at(0));
+    let r = post_code(&w, &mut c, &page, &code.unwrap(), at(1));
+    assert_eq!(r.status.as_u16(), 303, "{}", r.body);
+    let session = c.cookie("__waf_session").expect("a session");
+    // Verified by sign-in on /reports: not seen by the rules.
+    assert!(matches!(c.get(&w, "/reports", at(2)), Got::Pass(_)));
+    // /public is outside sign-in: nothing verified the cookie, so the rules see it.
+    assert!(matches!(c.get(&w, "/public/x", at(2)), Got::Block(418)));
+    // A forged session is refused by the gate, and on /public inspected.
+    let mut forged = Client::browser("192.0.2.10");
+    forged.cookies = vec![("__waf_session".into(), "x' union select 1--".into())];
+    assert!(matches!(forged.get(&w, "/reports", at(2)), Got::Gate(_)));
+    forged.cookies = vec![("__waf_other".into(), "x' union select 1--".into())];
+    assert!(matches!(
+        forged.get(&w, "/public/x", at(2)),
+        Got::Block(403)
+    ));
+    // A second cookie of the same name beside the verified one is inspected.
+    let mut twice = c.clone();
+    twice
+        .cookies
+        .push(("__waf_session".into(), "x' union select 1--".into()));
+    assert!(matches!(twice.get(&w, "/reports", at(2)), Got::Block(418)));
+    // The pass: verified where a challenge rule asks for it (/shop), not elsewhere.
+    let r = gate(c.get(&w, "/shop", at(3)));
+    assert_eq!(r.status.as_u16(), 302);
+    let back = gate(c.get(&w, header(&r, "location").unwrap(), at(3)));
+    assert_eq!(back.status.as_u16(), 303);
+    assert!(c.cookie("__waf_pass").is_some());
+    assert!(matches!(c.get(&w, "/shop", at(4)), Got::Pass(_)));
+    assert!(matches!(c.get(&w, "/reports", at(4)), Got::Block(418)));
+    // What the host sees.
+    let mut tx = w.transaction(&c.conn(), at(5));
+    let cookie = c.cookie_header();
+    let headers: Vec<(&[u8], &[u8])> = vec![
+        (b"User-Agent", UA.as_bytes()),
+        (b"Accept", BROWSER.as_bytes()),
+        (b"Cookie", cookie.as_bytes()),
+    ];
+    let head = RequestHead::new(b"GET", b"/shop", b"HTTP/1.1", &headers);
+    assert_eq!(tx.request_headers(&head), Verdict::Continue);
+    let verified: Vec<&str> = tx.policy_effects().verified_cookies().collect();
+    assert_eq!(verified, ["__waf_pass", "__waf_session"]);
+    assert!(!session.is_empty());
+}
+
+#[test]
+fn a_verified_admission_cookie_is_not_inspected() {
+    let config: PolicyConfig = toml::from_str(&format!("{KEYS}{ROOM}")).unwrap();
+    let w = Waf::builder()
+        .seclang(
+            "admit-rule",
+            "SecRuleEngine On\nSecRule REQUEST_COOKIES_NAMES \"@streq __waf_admit\" \"id:1,phase:1,deny,status:418\"\n",
+        )
+        .policy(config)
+        .build()
+        .unwrap();
+    let mut a = Client::browser("192.0.2.1");
+    assert!(matches!(a.get(&w, "/sale", at(0)), Got::Pass(_)));
+    assert!(a.cookie("__waf_admit").is_some());
+    // Admitted on /sale: verified, not inspected; on /home the room does not look at it.
+    assert!(matches!(a.get(&w, "/sale/item", at(1)), Got::Pass(_)));
+    assert!(matches!(a.get(&w, "/home", at(1)), Got::Block(418)));
+}
+
 fn gates(w: &Waf) -> &super::Gates {
     w.policy.gates.as_ref().unwrap()
 }
