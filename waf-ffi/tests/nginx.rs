@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
+use waf_test_support::{code_in, Smtp};
 
 const NGINX: &str = "/usr/sbin/nginx";
 const NGINX_SRC: &str = "/usr/share/nginx/src";
@@ -1184,65 +1185,6 @@ fn enc(s: &str) -> String {
         .collect()
 }
 
-/// A real SMTP server (Python's aiosmtpd) writing every mail into a Maildir.
-struct Smtp {
-    child: Child,
-    port: u16,
-    maildir: PathBuf,
-}
-
-impl Drop for Smtp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Smtp {
-    fn start(dir: &Path) -> Smtp {
-        let port = free_port();
-        let maildir = dir.join("mail");
-        let child = Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 is missing");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "aiosmtpd did not start (pip install aiosmtpd; .ci/run does)"
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-        Smtp {
-            child,
-            port,
-            maildir,
-        }
-    }
-
-    /// The `n`th mail (1-based, by arrival), waiting for it up to 20 s.
-    fn mail(&self, n: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(self.maildir.join("new"))
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-            if files.len() >= n {
-                return std::fs::read_to_string(&files[n - 1]).expect("read mail");
-            }
-            assert!(Instant::now() < deadline, "no mail number {n} arrived");
-            thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
 /// Asks for a code for `email` on /private (following to the sign-in form); the code
 /// page and the cookies so far.
 fn ask_code(port: u16, email: &str) -> (String, String) {
@@ -1308,9 +1250,7 @@ allowed = ["alice@example.com"]
     let mail = smtp.mail(1);
     assert!(mail.contains("To: alice@example.com"), "{mail}");
     assert!(mail.contains("From: WAF <waf@example.com>"), "{mail}");
-    let text = mail.split("\n\n").skip(1).collect::<Vec<_>>().join("\n\n");
-    let at = text.find("code is ").expect("the mail names the code") + 8;
-    let code = text[at..at + 6].to_string();
+    let code = code_in(&mail);
     assert!(code.bytes().all(|b| b.is_ascii_digit()), "{code}");
     let post = |code: &str| {
         let body = format!(

@@ -4,14 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
 use waf_core::Waf;
+use waf_test_support::{code_in, Smtp};
 use waf_tower::{SmtpMailer, SmtpSecurity, WafLayer};
 
 const KEYS: &str = "[gates]\nkeys = [\"an axum test key of at least 32 bytes\"]\n";
@@ -226,68 +225,6 @@ async fn waiting_room_admits_in_order() {
     assert_eq!(a.get(&shop).await.status, 503, "a's place is gone");
 }
 
-/// A real SMTP server writing a Maildir.
-struct Smtp {
-    child: Child,
-    port: u16,
-    maildir: PathBuf,
-}
-
-impl Drop for Smtp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Smtp {
-    fn start(dir: &Path) -> Smtp {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let maildir = dir.join("mail");
-        let child = Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 is missing");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "aiosmtpd did not start (pip install aiosmtpd)"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Smtp {
-            child,
-            port,
-            maildir,
-        }
-    }
-
-    async fn mail(&self, n: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(self.maildir.join("new"))
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-            if files.len() >= n {
-                return std::fs::read_to_string(&files[n - 1]).unwrap();
-            }
-            assert!(Instant::now() < deadline, "no mail number {n} arrived");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sign_in_through_a_real_smtp_server() {
     let dir = std::env::temp_dir().join(format!("waf-tower-signin-{}", std::process::id()));
@@ -326,11 +263,9 @@ async fn sign_in_through_a_real_smtp_server() {
         )
         .await;
     assert_eq!(code_page.status, 200, "{}", code_page.body);
-    let mail = smtp.mail(1).await;
+    let mail = tokio::task::block_in_place(|| smtp.mail(1));
     assert!(mail.contains("alice@example.com"), "{mail}");
-    let body = mail.split("\n\n").skip(1).collect::<Vec<_>>().join("\n\n");
-    let at = body.find("code is ").expect("the mail names the code") + 8;
-    let code = &body[at..at + 6];
+    let code = &code_in(&mail);
     let code_form = |code: String| {
         vec![
             ("pending", input(&code_page.body, "pending")),

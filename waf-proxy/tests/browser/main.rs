@@ -12,10 +12,10 @@ mod util;
 mod webdriver;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use util::{config, temp_dir, upstream, Proxy};
+use waf_test_support::{code_in, Smtp};
 use webdriver::{Browser, Driver};
 
 const KEYS: &str = "keys = [\"browser test key, at least 32 bytes long\"]\n";
@@ -187,76 +187,6 @@ refresh_secs = 1
     }
 }
 
-/// A real SMTP server that stores what it receives in a Maildir; killed on drop.
-struct Smtp {
-    child: Child,
-    port: u16,
-    maildir: PathBuf,
-}
-
-impl Drop for Smtp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Smtp {
-    fn start(dir: &Path) -> Smtp {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let maildir = dir.join("mail");
-        let child = Command::new("python3")
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 is missing");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "aiosmtpd did not start (pip install aiosmtpd)"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Smtp {
-            child,
-            port,
-            maildir,
-        }
-    }
-
-    /// Waits for the `n`th mail and returns it.
-    async fn mail(&self, n: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(self.maildir.join("new"))
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-            if files.len() >= n {
-                return std::fs::read_to_string(&files[n - 1]).unwrap();
-            }
-            assert!(Instant::now() < deadline, "no mail number {n} arrived");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-/// The six-digit code in a mail's body.
-fn code_in(mail: &str) -> String {
-    let body = mail.split("\n\n").skip(1).collect::<Vec<_>>().join("\n\n");
-    let at = body.find("code is ").expect("the mail names the code") + 8;
-    body[at..at + 6].to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn email_code_sign_in_through_a_real_smtp_server() {
     let up = upstream();
@@ -294,7 +224,7 @@ from = "Sign-in <no-reply@example.com>"
     b.click("#send").await;
     b.wait_text("Check your email", 10).await;
     shot(&b, "code").await;
-    let mail = smtp.mail(1).await;
+    let mail = tokio::task::block_in_place(|| smtp.mail(1));
     assert!(mail.contains("alice@example.com"), "{mail}");
     let code = code_in(&mail);
     assert!(code.chars().all(|c| c.is_ascii_digit()), "{code:?}");
