@@ -19,6 +19,7 @@ pub struct WafBuilder {
     fail_open: bool,
     serves_gates: bool,
     smtp: Option<waf_tower::SmtpMailer>,
+    fleet: Option<(waf_redis::FleetConfig, String)>,
 }
 
 /// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
@@ -44,6 +45,7 @@ pub unsafe extern "C" fn waf_builder_new() -> *mut WafBuilder {
             fail_open: false,
             serves_gates: false,
             smtp: None,
+            fleet: None,
         }))
     })
 }
@@ -237,6 +239,35 @@ pub unsafe extern "C" fn waf_builder_smtp(
     })
 }
 
+/// Shares the native policy's state (rate limits, bans, behaviour scores, waiting rooms)
+/// through Redis with every process and host that uses the same Redis and namespace (see
+/// `waf_fleet`). Checked now (WAF_STATUS_INVALID_ARGUMENT with `waf_last_error()` for no
+/// server, a URL that is not a Redis URL, several URLs without `cluster`, an empty
+/// namespace or prefix, an interval, timeout, `cut_off` or `nodes` out of bounds); nothing
+/// connects and no thread starts until the engine's first request in each process (so an
+/// engine may be built before the host forks). Requests never wait on Redis: decisions are
+/// taken on a local mirror that one thread per process reconciles every interval. Not
+/// shared: sign-in codes, attempt counts and sign-out revocations (per process). The
+/// strings are copied.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_fleet(
+    builder: *mut WafBuilder,
+    fleet: *const crate::fleet::WafFleet,
+) -> WafStatus {
+    ffi_guard!("waf_builder_fleet", WafStatus::Panic, {
+        non_null!(builder, fleet);
+        // SAFETY: non-null and readable per the contract; its pointers as its fields say.
+        let c = match unsafe { crate::fleet::config(&*fleet) } {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
+        crate::fleet::watch_forks();
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        unsafe { (*builder).fleet = Some(c) };
+        WafStatus::Ok
+    })
+}
+
 /// Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 #[no_mangle]
 pub unsafe extern "C" fn waf_builder_report_callback(
@@ -281,7 +312,16 @@ pub unsafe extern "C" fn waf_builder_build(
         let b = unsafe { Box::from_raw(builder) };
         // SAFETY: `engine` is a non-null writable pointer per the contract.
         unsafe { *engine = std::ptr::null_mut() };
-        match b.inner.build() {
+        let inner = match b.fleet {
+            Some((config, namespace)) => {
+                b.inner
+                    .policy_store(std::sync::Arc::new(crate::fleet::LazyFleetStore::new(
+                        config, namespace,
+                    )))
+            }
+            None => b.inner,
+        };
+        match inner.build() {
             Ok(waf) => {
                 let e = Box::new(WafEngine {
                     callback: b.callback,

@@ -55,12 +55,16 @@ compile_error!("waf-ffi must be built with panic = \"unwind\" (see the crate doc
 mod macros;
 mod engine;
 mod error;
+mod fleet;
 mod gate;
 mod mail;
 mod tx;
 mod types;
 
 pub use engine::{WafBuilder, WafEngine};
+pub use fleet::{
+    WafFleet, WAF_FLEET_CUT_OFF_LOCAL, WAF_FLEET_CUT_OFF_SHARE, WAF_FLEET_MAX_SERVERS,
+};
 pub use gate::{WafAnswer, WAF_GATE_FORM_LEN};
 pub use mail::{
     WafSmtp, WAF_MAIL_CONCURRENCY, WAF_MAIL_QUEUE, WAF_SMTP_PLAIN, WAF_SMTP_STARTTLS, WAF_SMTP_TLS,
