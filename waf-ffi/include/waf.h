@@ -19,7 +19,11 @@
  *  - Sign-in mail: an engine built with waf_builder_smtp() starts one thread of its own, in
  *    the process that sends the first mail (after fork: in each worker), and
  *    waf_engine_free() waits for it to send what is queued (each mail bounded by the
- *    timeout). Every other call runs on the caller's thread only.
+ *    timeout).
+ *  - Fleet: an engine built with waf_builder_fleet() starts one reconciliation thread and
+ *    one Redis connection per process (shared by the engines with the same settings), on
+ *    its first request there (after fork: in each worker); it runs until the process exits.
+ *    No call waits on Redis. Every other call runs on the caller's thread only.
  *  - Strings the library returns (waf_intervention.url/.log, waf_tx_unique_id(),
  *    waf_last_error(), the waf_report passed to the callback) are owned by the library; see
  *    each function for how long they stay valid. Never free them.

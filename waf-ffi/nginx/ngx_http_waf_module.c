@@ -78,7 +78,8 @@
  * the relay then refuses is logged by that thread (on stderr, which nginx sends to the
  * error log; never the code or the address), and the visitor can ask for a new code; a
  * full queue answers the "could not send" page (waf_answer_mail_failed). Codes and sign-out
- * revocations are policy state, per worker process like the rest of it. Subrequests are not
+ * revocations are policy state, per worker process (waf_fleet shares the rest of the
+ * policy state between workers, not these). Subrequests are not
  * inspected (their main request is). Internal redirects keep the transaction of the main
  * request, found again through its pool cleanup.
  *
