@@ -143,6 +143,9 @@ typedef struct {
     ngx_flag_t               smtp_set;
     waf_smtp                 smtp;
     ngx_flag_t               fleet_set;   /* waf_fleet: servers etc. in the pool */
+    ngx_flag_t               fleet_used;  /* some engine has state to share */
+    ngx_uint_t               fleet_line;  /* where waf_fleet is, for the error */
+    ngx_str_t                fleet_file;
     waf_fleet                fleet;
 } ngx_http_waf_main_conf_t;
 
@@ -550,6 +553,8 @@ ngx_http_waf_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     mcf->fleet_set = 1;
+    mcf->fleet_line = cf->conf_file->line;
+    mcf->fleet_file = cf->conf_file->file.name;
     return NGX_CONF_OK;
 }
 
@@ -803,6 +808,10 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     cln->handler = ngx_http_waf_engine_cleanup;
     cln->data = engine;
     conf->engine = engine;
+
+    if (waf_engine_uses_fleet(engine)) {
+        mcf->fleet_used = 1;
+    }
 
     if (waf_engine_has_sign_in(engine) && !mcf->smtp_set) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1924,8 +1933,19 @@ ngx_http_waf_init(ngx_conf_t *cf)
 {
     ngx_http_handler_pt        *h;
     ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_waf_main_conf_t   *mcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* every engine is built (merge runs before postconfiguration) */
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_waf_module);
+    if (mcf->fleet_set && !mcf->fleet_used) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "waf_fleet in %V:%ui has no effect: no waf_policy_file has a "
+                      "rate limit, bans, scoring or a waiting room, so there is nothing "
+                      "to share", &mcf->fleet_file, mcf->fleet_line);
+        return NGX_ERROR;
+    }
 
     ngx_http_waf_request_id_index = ngx_http_get_variable_index(cf,
                                                                 &ngx_http_waf_request_id);

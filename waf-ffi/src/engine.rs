@@ -20,6 +20,8 @@ pub struct WafBuilder {
     serves_gates: bool,
     smtp: Option<waf_tower::SmtpMailer>,
     fleet: Option<(waf_redis::FleetConfig, String)>,
+    /// A policy file has state a fleet shares (rate limits, bans, scoring, waiting rooms).
+    shares_state: bool,
 }
 
 /// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
@@ -33,6 +35,8 @@ pub struct WafEngine {
     /// The sign-in mail's sender, when the builder had SMTP settings and the policy has
     /// sign-in.
     pub(crate) mail: Option<MailSender>,
+    /// Built with a fleet and a policy with state the fleet shares.
+    pub(crate) uses_fleet: bool,
 }
 
 /// A new, empty builder. Returns NULL only if the library panicked (out of memory).
@@ -46,6 +50,7 @@ pub unsafe extern "C" fn waf_builder_new() -> *mut WafBuilder {
             serves_gates: false,
             smtp: None,
             fleet: None,
+            shares_state: false,
         }))
     })
 }
@@ -191,6 +196,13 @@ pub unsafe extern "C" fn waf_builder_policy_file(
         }
         // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
         let b = unsafe { &mut *builder };
+        b.shares_state |= !config.rate_limits.is_empty()
+            || config.bans.is_some()
+            || config.scoring.is_some()
+            || config
+                .gates
+                .as_ref()
+                .is_some_and(|g| !g.waiting_rooms.is_empty());
         update(b, |i| i.policy(config));
         WafStatus::Ok
     })
@@ -312,6 +324,7 @@ pub unsafe extern "C" fn waf_builder_build(
         let b = unsafe { Box::from_raw(builder) };
         // SAFETY: `engine` is a non-null writable pointer per the contract.
         unsafe { *engine = std::ptr::null_mut() };
+        let uses_fleet = b.fleet.is_some() && b.shares_state;
         let inner = match b.fleet {
             Some((config, namespace)) => {
                 b.inner
@@ -327,6 +340,7 @@ pub unsafe extern "C" fn waf_builder_build(
                     callback: b.callback,
                     fail_open: b.fail_open,
                     mail: b.smtp.filter(|_| waf.has_sign_in()).map(MailSender::new),
+                    uses_fleet,
                     waf,
                 });
                 // SAFETY: as above.
@@ -338,6 +352,21 @@ pub unsafe extern "C" fn waf_builder_build(
                 WafStatus::RulesError
             }
         }
+    })
+}
+
+/// Whether `engine` keeps policy state in a fleet: it was built with `waf_builder_fleet`
+/// and a policy file with rate limits, bans, scoring or a waiting room (otherwise the
+/// fleet has nothing to share; a host should say so at load). False when `engine` is
+/// NULL.
+#[no_mangle]
+pub unsafe extern "C" fn waf_engine_uses_fleet(engine: *const WafEngine) -> bool {
+    ffi_guard!("waf_engine_uses_fleet", false, {
+        if engine.is_null() {
+            return false;
+        }
+        // SAFETY: non-null engine from waf_builder_build, only read.
+        unsafe { (*engine).uses_fleet }
     })
 }
 

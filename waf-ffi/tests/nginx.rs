@@ -1610,6 +1610,28 @@ fn waf_fleet_is_checked_at_load() {
             "{line}: {err}"
         );
     }
+    // A fleet with nothing to share (a policy without limits, bans or rooms; no policy).
+    std::fs::write(
+        prefix.join("rules.toml"),
+        "[[rules]]\nname = \"r\"\nexpression = 'http.request.uri.path == \"/x\"'\naction = \"block\"\n",
+    )
+    .unwrap();
+    for server in [
+        "server { listen 127.0.0.1:1; waf on; waf_policy_file rules.toml; }",
+        "server { listen 127.0.0.1:1; waf on; waf_rules 'SecRuleEngine On'; }",
+    ] {
+        write_conf(
+            &prefix,
+            "idle.conf",
+            &format!("waf_fleet redis://127.0.0.1:6379; {server}"),
+        );
+        let (ok, err) = config_test(&prefix, "idle.conf");
+        assert!(!ok, "{server} passed");
+        assert!(
+            err.contains("has no effect") && err.contains("idle.conf:"),
+            "{err}"
+        );
+    }
     write_conf(
         &prefix,
         "good.conf",

@@ -487,6 +487,9 @@ static void test_fleet(void) {
     waf_engine *e = NULL;
     CHECK(waf_builder_build(b, &e) == WAF_STATUS_OK);
     CHECK(e != NULL);
+    /* no policy with state: the fleet has nothing to share, which the host reports */
+    CHECK(!waf_engine_uses_fleet(e));
+    CHECK(!waf_engine_uses_fleet(NULL));
     waf_engine_free(e);
 }
 
