@@ -317,3 +317,43 @@ impl Store for LazyFleetStore {
         self.store().line(room, spec, visitor, op, now)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the fork handler does, without a fork (a test process has threads): a store
+    /// started in one generation is replaced by a new, empty one in the next, with the
+    /// declared prefixes, and the parent's fleet is not reused.
+    #[test]
+    fn a_new_generation_gets_its_own_store() {
+        // A closed port: the fleet stays cut off, which is all this test needs.
+        let mut config = FleetConfig::new(vec!["redis://127.0.0.1:1".into()]);
+        config.interval = Duration::from_millis(10);
+        let lazy = LazyFleetStore::new(config, "gen-test".into());
+        lazy.declare(b"zz", ValueKind::Ban);
+        let cell = Cell {
+            a: 1,
+            b: 2,
+            expires: u64::MAX,
+        };
+        lazy.update(b"key", 1, &mut |_| Some(cell));
+        assert_eq!(lazy.update(b"key", 1, &mut |c| c), Some(cell));
+        let before = lazy.store();
+        // SAFETY: the handler only bumps the counter.
+        unsafe { forked() };
+        let after = lazy.store();
+        assert!(
+            !Arc::ptr_eq(&before, &after),
+            "the parent's store was reused"
+        );
+        assert_eq!(
+            lazy.update(b"key", 1, &mut |c| c),
+            None,
+            "the parent's state leaked"
+        );
+        // The same store for the rest of the generation.
+        assert!(Arc::ptr_eq(&after, &lazy.store()));
+        std::mem::forget(before);
+    }
+}

@@ -1556,6 +1556,20 @@ fn waf_fleet_shares_a_rate_limit_between_workers_through_real_redis() {
     // And the state is in Redis, under the namespace.
     let keys = redis.cli(&["KEYS", "*fleet-test*"]);
     assert!(!keys.trim().is_empty(), "no key of the namespace in Redis");
+
+    // Redis gone: requests never wait for it; both workers answer at once, from their
+    // local state (still refusing the client that is over the limit).
+    let mut redis = redis;
+    redis.kill();
+    for i in 0..6 {
+        let t = Instant::now();
+        assert_eq!(get_on_worker(n.port, &pids[i % 2], "/limited?down"), 429);
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "{:?} with Redis down",
+            t.elapsed()
+        );
+    }
 }
 
 #[test]
