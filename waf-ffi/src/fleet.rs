@@ -209,17 +209,24 @@ impl LazyFleetStore {
         }
     }
 
-    /// This process's store: one read lock and an atomic load once started.
-    fn store(&self) -> Arc<dyn Store> {
+    /// Runs `f` on this process's store: one atomic load and a read lock once started
+    /// (held during `f`; only the first call of a process takes the write lock).
+    fn with<R>(&self, f: impl FnOnce(&dyn Store) -> R) -> R {
         let generation = GENERATION.load(Ordering::Relaxed);
         {
             let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
             if let Some((g, s)) = current.as_ref() {
                 if *g == generation {
-                    return Arc::clone(s);
+                    return f(&**s);
                 }
             }
         }
+        f(&*self.store())
+    }
+
+    /// This process's store, started now if this process has none.
+    fn store(&self) -> Arc<dyn Store> {
+        let generation = GENERATION.load(Ordering::Relaxed);
         let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
         if let Some((g, s)) = current.as_ref() {
             if *g == generation {
@@ -278,15 +285,15 @@ impl Store for LazyFleetStore {
         now: u64,
         f: &mut dyn FnMut(Option<Cell>) -> Option<Cell>,
     ) -> Option<Cell> {
-        self.store().update(key, now, f)
+        self.with(|s| s.update(key, now, f))
     }
 
     fn remove(&self, key: &[u8]) -> bool {
-        self.store().remove(key)
+        self.with(|s| s.remove(key))
     }
 
     fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell)) {
-        self.store().scan(prefix, now, f)
+        self.with(|s| s.scan(prefix, now, f))
     }
 
     fn declare(&self, prefix: &[u8], kind: ValueKind) {
@@ -314,7 +321,7 @@ impl Store for LazyFleetStore {
         op: LineOp,
         now: u64,
     ) -> LineStatus {
-        self.store().line(room, spec, visitor, op, now)
+        self.with(|s| s.line(room, spec, visitor, op, now))
     }
 }
 
