@@ -19,7 +19,11 @@
  *  - Sign-in mail: an engine built with waf_builder_smtp() starts one thread of its own, in
  *    the process that sends the first mail (after fork: in each worker), and
  *    waf_engine_free() waits for it to send what is queued (each mail bounded by the
- *    timeout). Every other call runs on the caller's thread only.
+ *    timeout).
+ *  - Fleet: an engine built with waf_builder_fleet() starts one reconciliation thread and
+ *    one Redis connection per process (shared by the engines with the same settings), on
+ *    its first request there (after fork: in each worker); it runs until the process exits.
+ *    No call waits on Redis. Every other call runs on the caller's thread only.
  *  - Strings the library returns (waf_intervention.url/.log, waf_tx_unique_id(),
  *    waf_last_error(), the waf_report passed to the callback) are owned by the library; see
  *    each function for how long they stay valid. Never free them.
@@ -35,6 +39,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+// `waf_fleet.cut_off`: while Redis is unreachable, each process enforces every limit on
+// its own traffic (the default).
+#define WAF_FLEET_CUT_OFF_LOCAL 0
+
+// `waf_fleet.cut_off`: while Redis is unreachable, each process enforces `limit / nodes`.
+#define WAF_FLEET_CUT_OFF_SHARE 1
+
+// Most Redis URLs `waf_fleet.servers` may hold.
+#define WAF_FLEET_MAX_SERVERS 64
 
 // Most bytes of a gate form body a host must read (larger bodies: answer 413);
 // `waf_core::limits::DEFAULT_GATE_FORM_LEN`.
@@ -129,6 +143,32 @@ typedef struct waf_smtp {
   // for the default, 10 s.
   uint32_t timeout_ms;
 } waf_smtp;
+
+// Where the fleet's Redis is and how to reconcile with it (`waf_builder_fleet`). Strings
+// are NUL-terminated UTF-8, borrowed for the call (the library copies them). A zero
+// number means the default.
+typedef struct waf_fleet {
+  // `server_count` Redis URLs (`redis://host:port[/db]`): one server, or the seeds of a
+  // Redis Cluster.
+  const char *const *servers;
+  // How many URLs `servers` holds (1..=WAF_FLEET_MAX_SERVERS).
+  size_t server_count;
+  // Talk to a Redis Cluster (required for more than one URL).
+  bool cluster;
+  // The namespace of this engine's state in Redis: engines (and hosts) with the same
+  // namespace share their buckets, bans and waiting rooms. Non-empty.
+  const char *namespace_name;
+  // Prefix of every Redis key, or NULL for `"waf"`.
+  const char *prefix;
+  // Time between reconciliations in milliseconds (10..=1000; 0: 100).
+  uint32_t interval_ms;
+  // Longest round in milliseconds, past which Redis counts as down (1..=10000; 0: 250).
+  uint32_t timeout_ms;
+  // `WAF_FLEET_CUT_OFF_LOCAL` or `WAF_FLEET_CUT_OFF_SHARE`.
+  uint32_t cut_off;
+  // Processes sharing the limits, for `WAF_FLEET_CUT_OFF_SHARE` (0: 1).
+  uint32_t nodes;
+} waf_fleet;
 
 // The report of a finished transaction, passed to the report callback. Every pointer in it
 // is owned by the library and valid only during the callback.
@@ -246,6 +286,18 @@ enum waf_status waf_builder_serve_gates(struct waf_builder *builder, bool serves
 // (`waf_answer_mail`).
 enum waf_status waf_builder_smtp(struct waf_builder *builder, const struct waf_smtp *smtp);
 
+// Shares the native policy's state (rate limits, bans, behaviour scores, waiting rooms)
+// through Redis with every process and host that uses the same Redis and namespace (see
+// `waf_fleet`). Checked now (WAF_STATUS_INVALID_ARGUMENT with `waf_last_error()` for no
+// server, a URL that is not a Redis URL, several URLs without `cluster`, an empty
+// namespace or prefix, an interval, timeout, `cut_off` or `nodes` out of bounds); nothing
+// connects and no thread starts until the engine's first request in each process (so an
+// engine may be built before the host forks). Requests never wait on Redis: decisions are
+// taken on a local mirror that one thread per process reconciles every interval. Not
+// shared: sign-in codes, attempt counts and sign-out revocations (per process). The
+// strings are copied.
+enum waf_status waf_builder_fleet(struct waf_builder *builder, const struct waf_fleet *fleet);
+
 // Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 enum waf_status waf_builder_report_callback(struct waf_builder *builder, waf_report_cb callback);
 
@@ -259,11 +311,19 @@ enum waf_status waf_builder_fail_open(struct waf_builder *builder, bool fail_ope
 // what and where (file:line:column).
 enum waf_status waf_builder_build(struct waf_builder *builder, struct waf_engine **engine);
 
+// Whether `engine` keeps policy state in a fleet: it was built with `waf_builder_fleet`
+// and a policy file with rate limits, bans, scoring or a waiting room (otherwise the
+// fleet has nothing to share; a host should say so at load). False when `engine` is
+// NULL.
+bool waf_engine_uses_fleet(const struct waf_engine *engine);
+
 // Frees an engine. NULL is a no-op. Transactions started from it stay valid.
 void waf_engine_free(struct waf_engine *engine);
 
 // Writes the number of compiled rules to `*count`.
 enum waf_status waf_engine_rule_count(const struct waf_engine *engine, size_t *count);
+
+extern int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
 // Whether `path` (the request path, without the query; `len` bytes) is under the gate
 // endpoints' prefix of `engine`'s policy. False when there are no gates or `engine` is

@@ -26,6 +26,15 @@
  *                             the prefix, trailing newline removed); timeout bounds one
  *                             mail (default 10s). Checked at load; nothing connects
  *                             until the first mail.
+ *   waf_fleet redis://HOST:PORT [URL ...] [cluster] [namespace=NAME] [prefix=PREFIX]
+ *             [interval=TIME] [timeout=TIME] [cut_off=local|share] [nodes=N];
+ *                             (http block only) share the native policy's rate limits,
+ *                             bans, behaviour scores and waiting rooms through Redis
+ *                             between all workers and every nginx that uses the same
+ *                             Redis and namespace (default "nginx"); see waf_builder_fleet.
+ *                             Checked at load; each worker connects on its first request
+ *                             and never waits on Redis (decisions use a local mirror).
+ *                             Sign-in codes and sign-out revocations stay per worker.
  *
  * The transaction id is nginx's $request_id, so an audit record, the "warn" summary and
  * the access log (log_format ... $request_id) or a response header (add_header
@@ -69,7 +78,8 @@
  * the relay then refuses is logged by that thread (on stderr, which nginx sends to the
  * error log; never the code or the address), and the visitor can ask for a new code; a
  * full queue answers the "could not send" page (waf_answer_mail_failed). Codes and sign-out
- * revocations are policy state, per worker process like the rest of it. Subrequests are not
+ * revocations are policy state, per worker process (waf_fleet shares the rest of the
+ * policy state between workers, not these). Subrequests are not
  * inspected (their main request is). Internal redirects keep the transaction of the main
  * request, found again through its pool cleanup.
  *
@@ -132,6 +142,11 @@ typedef struct {
 typedef struct {
     ngx_flag_t               smtp_set;
     waf_smtp                 smtp;
+    ngx_flag_t               fleet_set;   /* waf_fleet: servers etc. in the pool */
+    ngx_flag_t               fleet_used;  /* some engine has state to share */
+    ngx_uint_t               fleet_line;  /* where waf_fleet is, for the error */
+    ngx_str_t                fleet_file;
+    waf_fleet                fleet;
 } ngx_http_waf_main_conf_t;
 
 
@@ -154,6 +169,7 @@ typedef struct {
 static ngx_int_t ngx_http_waf_init(ngx_conf_t *cf);
 static void *ngx_http_waf_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_waf_smtp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_waf_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static void *ngx_http_waf_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_waf_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -228,6 +244,13 @@ static ngx_command_t  ngx_http_waf_commands[] = {
     { ngx_string("waf_smtp"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
       ngx_http_waf_smtp,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("waf_fleet"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_waf_fleet,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -419,6 +442,119 @@ ngx_http_waf_smtp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     mcf->smtp_set = 1;
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * waf_fleet URL [URL ...] [cluster] [namespace=NAME] [prefix=PREFIX] [interval=TIME]
+ *           [timeout=TIME] [cut_off=local|share] [nodes=N];
+ */
+static char *
+ngx_http_waf_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_waf_main_conf_t  *mcf = conf;
+
+    ngx_str_t     *value, t;
+    ngx_int_t      ms, n;
+    ngx_uint_t     i, count;
+    const char   **servers;
+
+    if (mcf->fleet_set) {
+        return "is duplicate";
+    }
+    value = cf->args->elts;
+
+    servers = ngx_pcalloc(cf->pool, cf->args->nelts * sizeof(const char *));
+    if (servers == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    count = 0;
+    mcf->fleet.namespace_name = "nginx";
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        if (ngx_strncmp(value[i].data, "redis://", 8) == 0
+            || ngx_strncmp(value[i].data, "rediss://", 9) == 0
+            || ngx_strncmp(value[i].data, "redis+unix://", 13) == 0
+            || ngx_strncmp(value[i].data, "unix://", 7) == 0)
+        {
+            servers[count++] = ngx_http_waf_cstr(cf, value[i].data, value[i].len);
+
+        } else if (ngx_strcmp(value[i].data, "cluster") == 0) {
+            mcf->fleet.cluster = true;
+
+        } else if (ngx_strncmp(value[i].data, "namespace=", 10) == 0) {
+            mcf->fleet.namespace_name = ngx_http_waf_cstr(cf, value[i].data + 10,
+                                                          value[i].len - 10);
+
+        } else if (ngx_strncmp(value[i].data, "prefix=", 7) == 0) {
+            mcf->fleet.prefix = ngx_http_waf_cstr(cf, value[i].data + 7, value[i].len - 7);
+
+        } else if (ngx_strncmp(value[i].data, "interval=", 9) == 0
+                   || ngx_strncmp(value[i].data, "timeout=", 8) == 0)
+        {
+            t.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
+            t.len = value[i].data + value[i].len - t.data;
+            ms = ngx_parse_time(&t, 0);
+            if (ms == NGX_ERROR || ms <= 0 || ms > 3600000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "waf_fleet: \"%V\" is not a time", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            if (value[i].data[0] == 'i') {
+                mcf->fleet.interval_ms = (uint32_t) ms;
+            } else {
+                mcf->fleet.timeout_ms = (uint32_t) ms;
+            }
+
+        } else if (ngx_strcmp(value[i].data, "cut_off=local") == 0) {
+            mcf->fleet.cut_off = WAF_FLEET_CUT_OFF_LOCAL;
+
+        } else if (ngx_strcmp(value[i].data, "cut_off=share") == 0) {
+            mcf->fleet.cut_off = WAF_FLEET_CUT_OFF_SHARE;
+
+        } else if (ngx_strncmp(value[i].data, "nodes=", 6) == 0) {
+            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+            if (n < 1) {
+                return "takes nodes=N of at least 1";
+            }
+            mcf->fleet.nodes = (uint32_t) (n > 100000 ? 100000 : n);
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "waf_fleet: unknown parameter \"%V\" (a server is "
+                               "redis://HOST:PORT)", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (count == 0) {
+        return "needs a redis://HOST:PORT server";
+    }
+    mcf->fleet.servers = servers;
+    mcf->fleet.server_count = count;
+
+    /* the library checks the rest (URLs, bounds) now, so that nginx -t says so */
+    {
+        waf_builder  *b = waf_builder_new();
+        waf_status    st;
+        const char   *err;
+
+        if (b == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        st = waf_builder_fleet(b, &mcf->fleet);
+        err = waf_last_error();
+        waf_builder_free(b);
+        if (st != WAF_STATUS_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "waf_fleet: %s", err ? err : "?");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    mcf->fleet_set = 1;
+    mcf->fleet_line = cf->conf_file->line;
+    mcf->fleet_file = cf->conf_file->file.name;
     return NGX_CONF_OK;
 }
 
@@ -647,6 +783,11 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
         st = waf_builder_smtp(b, &mcf->smtp);
     }
 
+    /* the policy state in Redis, started in each worker on its first request */
+    if (st == WAF_STATUS_OK && mcf->fleet_set) {
+        st = waf_builder_fleet(b, &mcf->fleet);
+    }
+
     if (st != WAF_STATUS_OK) {
         waf_builder_free(b);
         err = waf_last_error();
@@ -667,6 +808,10 @@ ngx_http_waf_ensure_engine(ngx_conf_t *cf, ngx_http_waf_loc_conf_t *conf)
     cln->handler = ngx_http_waf_engine_cleanup;
     cln->data = engine;
     conf->engine = engine;
+
+    if (waf_engine_uses_fleet(engine)) {
+        mcf->fleet_used = 1;
+    }
 
     if (waf_engine_has_sign_in(engine) && !mcf->smtp_set) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1788,8 +1933,19 @@ ngx_http_waf_init(ngx_conf_t *cf)
 {
     ngx_http_handler_pt        *h;
     ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_waf_main_conf_t   *mcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* every engine is built (merge runs before postconfiguration) */
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_waf_module);
+    if (mcf->fleet_set && !mcf->fleet_used) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "waf_fleet in %V:%ui has no effect: no waf_policy_file has a "
+                      "rate limit, bans, scoring or a waiting room, so there is nothing "
+                      "to share", &mcf->fleet_file, mcf->fleet_line);
+        return NGX_ERROR;
+    }
 
     ngx_http_waf_request_id_index = ngx_http_get_variable_index(cf,
                                                                 &ngx_http_waf_request_id);

@@ -19,6 +19,9 @@ pub struct WafBuilder {
     fail_open: bool,
     serves_gates: bool,
     smtp: Option<waf_tower::SmtpMailer>,
+    fleet: Option<(waf_redis::FleetConfig, String)>,
+    /// A policy file has state a fleet shares (rate limits, bans, scoring, waiting rooms).
+    shares_state: bool,
 }
 
 /// A compiled rule set, created by `waf_builder_build` and freed with `waf_engine_free`.
@@ -32,6 +35,8 @@ pub struct WafEngine {
     /// The sign-in mail's sender, when the builder had SMTP settings and the policy has
     /// sign-in.
     pub(crate) mail: Option<MailSender>,
+    /// Built with a fleet and a policy with state the fleet shares.
+    pub(crate) uses_fleet: bool,
 }
 
 /// A new, empty builder. Returns NULL only if the library panicked (out of memory).
@@ -44,6 +49,8 @@ pub unsafe extern "C" fn waf_builder_new() -> *mut WafBuilder {
             fail_open: false,
             serves_gates: false,
             smtp: None,
+            fleet: None,
+            shares_state: false,
         }))
     })
 }
@@ -189,6 +196,13 @@ pub unsafe extern "C" fn waf_builder_policy_file(
         }
         // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
         let b = unsafe { &mut *builder };
+        b.shares_state |= !config.rate_limits.is_empty()
+            || config.bans.is_some()
+            || config.scoring.is_some()
+            || config
+                .gates
+                .as_ref()
+                .is_some_and(|g| !g.waiting_rooms.is_empty());
         update(b, |i| i.policy(config));
         WafStatus::Ok
     })
@@ -237,6 +251,35 @@ pub unsafe extern "C" fn waf_builder_smtp(
     })
 }
 
+/// Shares the native policy's state (rate limits, bans, behaviour scores, waiting rooms)
+/// through Redis with every process and host that uses the same Redis and namespace (see
+/// `waf_fleet`). Checked now (WAF_STATUS_INVALID_ARGUMENT with `waf_last_error()` for no
+/// server, a URL that is not a Redis URL, several URLs without `cluster`, an empty
+/// namespace or prefix, an interval, timeout, `cut_off` or `nodes` out of bounds); nothing
+/// connects and no thread starts until the engine's first request in each process (so an
+/// engine may be built before the host forks). Requests never wait on Redis: decisions are
+/// taken on a local mirror that one thread per process reconciles every interval. Not
+/// shared: sign-in codes, attempt counts and sign-out revocations (per process). The
+/// strings are copied.
+#[no_mangle]
+pub unsafe extern "C" fn waf_builder_fleet(
+    builder: *mut WafBuilder,
+    fleet: *const crate::fleet::WafFleet,
+) -> WafStatus {
+    ffi_guard!("waf_builder_fleet", WafStatus::Panic, {
+        non_null!(builder, fleet);
+        // SAFETY: non-null and readable per the contract; its pointers as its fields say.
+        let c = match unsafe { crate::fleet::config(&*fleet) } {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
+        crate::fleet::watch_forks();
+        // SAFETY: non-null, from waf_builder_new, used by one thread at a time.
+        unsafe { (*builder).fleet = Some(c) };
+        WafStatus::Ok
+    })
+}
+
 /// Sets the report callback that `waf_tx_finish` calls (NULL: none, the default).
 #[no_mangle]
 pub unsafe extern "C" fn waf_builder_report_callback(
@@ -281,12 +324,23 @@ pub unsafe extern "C" fn waf_builder_build(
         let b = unsafe { Box::from_raw(builder) };
         // SAFETY: `engine` is a non-null writable pointer per the contract.
         unsafe { *engine = std::ptr::null_mut() };
-        match b.inner.build() {
+        let uses_fleet = b.fleet.is_some() && b.shares_state;
+        let inner = match b.fleet {
+            Some((config, namespace)) => {
+                b.inner
+                    .policy_store(std::sync::Arc::new(crate::fleet::LazyFleetStore::new(
+                        config, namespace,
+                    )))
+            }
+            None => b.inner,
+        };
+        match inner.build() {
             Ok(waf) => {
                 let e = Box::new(WafEngine {
                     callback: b.callback,
                     fail_open: b.fail_open,
                     mail: b.smtp.filter(|_| waf.has_sign_in()).map(MailSender::new),
+                    uses_fleet,
                     waf,
                 });
                 // SAFETY: as above.
@@ -298,6 +352,21 @@ pub unsafe extern "C" fn waf_builder_build(
                 WafStatus::RulesError
             }
         }
+    })
+}
+
+/// Whether `engine` keeps policy state in a fleet: it was built with `waf_builder_fleet`
+/// and a policy file with rate limits, bans, scoring or a waiting room (otherwise the
+/// fleet has nothing to share; a host should say so at load). False when `engine` is
+/// NULL.
+#[no_mangle]
+pub unsafe extern "C" fn waf_engine_uses_fleet(engine: *const WafEngine) -> bool {
+    ffi_guard!("waf_engine_uses_fleet", false, {
+        if engine.is_null() {
+            return false;
+        }
+        // SAFETY: non-null engine from waf_builder_build, only read.
+        unsafe { (*engine).uses_fleet }
     })
 }
 

@@ -8,9 +8,12 @@
 //! (`libwaf_ffi.so`) and a `staticlib` (`libwaf_ffi.a`, which the nginx module in `nginx/`
 //! links). Like the core, the library does no I/O on the request path: the host passes
 //! bytes and the time in, and gets back a [`WafStatus`] and, for `WAF_STATUS_INTERVENE`, a
-//! [`WafIntervention`]. The one exception is the email-code sign-in mail of an engine built
+//! [`WafIntervention`]. Two exceptions: the email-code sign-in mail of an engine built
 //! with `waf_builder_smtp`: `waf_engine_send_mail` queues it, without blocking, for a
-//! thread the engine starts for it (`mail.rs`).
+//! thread the engine starts for it (`mail.rs`); and an engine built with
+//! `waf_builder_fleet` keeps its policy state in waf-redis's store, whose reconciliation
+//! thread starts on the engine's first request in each process, after the host's `fork`
+//! (`fleet.rs`) and runs until the process exits; no call waits on Redis.
 //!
 //! ```c
 //! waf_builder *b = waf_builder_new();
@@ -55,12 +58,16 @@ compile_error!("waf-ffi must be built with panic = \"unwind\" (see the crate doc
 mod macros;
 mod engine;
 mod error;
+mod fleet;
 mod gate;
 mod mail;
 mod tx;
 mod types;
 
 pub use engine::{WafBuilder, WafEngine};
+pub use fleet::{
+    WafFleet, WAF_FLEET_CUT_OFF_LOCAL, WAF_FLEET_CUT_OFF_SHARE, WAF_FLEET_MAX_SERVERS,
+};
 pub use gate::{WafAnswer, WAF_GATE_FORM_LEN};
 pub use mail::{
     WafSmtp, WAF_MAIL_CONCURRENCY, WAF_MAIL_QUEUE, WAF_SMTP_PLAIN, WAF_SMTP_STARTTLS, WAF_SMTP_TLS,

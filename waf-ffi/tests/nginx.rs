@@ -18,6 +18,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 use waf_test_support::{code_in, Smtp};
 
+#[path = "../../waf-redis/tests/support/redis.rs"]
+mod redis_support;
+
 const NGINX: &str = "/usr/sbin/nginx";
 const NGINX_SRC: &str = "/usr/share/nginx/src";
 
@@ -1351,5 +1354,245 @@ fn waf_smtp_is_checked_at_load() {
         "waf_smtp [::1]:587 starttls from=a@example.com user=u password_file=pw timeout=3s;",
     );
     let (ok, err) = config_test(&prefix, "nginx.conf");
+    assert!(ok, "{err}");
+}
+
+/// Limit of the fleet test: requests to `/limited` per client per minute.
+const FLEET_LIMIT: usize = 5;
+
+/// One GET on a new connection that lands on worker `pid`: new connections (spread over
+/// the workers by `reuseport`) are probed with `/probe` until one is served by `pid`, and
+/// `target` is then asked on that same keep-alive connection. The status of `target`.
+fn get_on_worker(port: u16, pid: &str, target: &str) -> u16 {
+    for _ in 0..200 {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let (_, worker) = keep_alive_get(&mut c, "/probe");
+        if worker == pid {
+            return keep_alive_get(&mut c, target).0;
+        }
+    }
+    panic!("no connection reached worker {pid} in 200 tries");
+}
+
+/// One GET on an open connection, reading exactly one response (Content-Length): its
+/// status and `X-Worker` header.
+fn keep_alive_get(c: &mut TcpStream, target: &str) -> (u16, String) {
+    write!(c, "GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = c.read(&mut byte).expect("read head");
+        assert_eq!(
+            n,
+            1,
+            "connection closed in the head: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_string();
+    let status = head[9..12].parse().expect("status");
+    let len: usize = header(&head, "Content-Length")
+        .unwrap_or_else(|| panic!("no Content-Length: {head}"))
+        .parse()
+        .expect("length");
+    let mut body = vec![0; len];
+    c.read_exact(&mut body).expect("body");
+    let worker = header(&head, "X-Worker").unwrap_or_default().to_string();
+    (status, worker)
+}
+
+/// nginx with two workers and a policy allowing [`FLEET_LIMIT`] requests a minute to
+/// `/limited`; `fleet` is the `waf_fleet` line (or nothing).
+fn start_two_workers(name: &str, fleet: &str) -> (Nginx, [String; 2]) {
+    let prefix = custom_prefix(name);
+    std::fs::write(prefix.join("html/probe"), "probe\n").unwrap();
+    std::fs::write(prefix.join("html/limited"), "limited\n").unwrap();
+    std::fs::write(
+        prefix.join("policy.toml"),
+        format!(
+            "[[rate_limit]]\nname = \"limited\"\n\
+             match = 'http.request.uri.path starts_with \"/limited\"'\n\
+             requests = {FLEET_LIMIT}\nperiod_secs = 60\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let conf = format!(
+        "load_module {};\nworker_processes 2;\nerror_log {p}/logs/error.log info;\n\
+         pid {p}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+         http {{ client_body_temp_path {p}/client_body; proxy_temp_path {p}/proxy;\n\
+         fastcgi_temp_path {p}/fastcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
+         access_log off; {fleet}\n\
+         server {{ listen 127.0.0.1:{port} reuseport; root html; waf on;\n\
+         waf_policy_file policy.toml; add_header X-Worker $pid always; }} }}\n",
+        module().display(),
+        p = prefix.display()
+    );
+    std::fs::write(prefix.join("nginx.conf"), conf).unwrap();
+    let n = spawn_nginx(prefix, port);
+    // The two workers' pids, as they answer.
+    let mut pids = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pids.len() < 2 {
+        assert!(Instant::now() < deadline, "only workers {pids:?} answered");
+        let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let (status, pid) = keep_alive_get(&mut c, "/probe");
+        assert_eq!(status, 200, "{}", n.error_log());
+        pids.insert(pid);
+    }
+    let mut it = pids.into_iter();
+    let pids = [it.next().unwrap(), it.next().unwrap()];
+    (n, pids)
+}
+
+/// `2 × FLEET_LIMIT` requests to `/limited`, each on a new connection, alternating between
+/// the two workers, 150 ms apart (several reconciliation rounds of 20 ms): how many were
+/// let through, and the statuses.
+fn alternate(n: &Nginx, pids: &[String; 2]) -> (usize, Vec<u16>) {
+    let mut statuses = Vec::new();
+    for i in 0..2 * FLEET_LIMIT {
+        statuses.push(get_on_worker(
+            n.port,
+            &pids[i % 2],
+            &format!("/limited?{i}"),
+        ));
+        thread::sleep(Duration::from_millis(150));
+    }
+    for s in &statuses {
+        assert!(*s == 200 || *s == 429, "{statuses:?}\n{}", n.error_log());
+    }
+    (statuses.iter().filter(|s| **s == 200).count(), statuses)
+}
+
+#[test]
+fn waf_fleet_shares_a_rate_limit_between_workers_through_real_redis() {
+    // Without the fleet, each worker keeps its own bucket: twice the limit gets through.
+    let (n, pids) = start_two_workers("fleet-none", "");
+    let (allowed, statuses) = alternate(&n, &pids);
+    assert_eq!(allowed, 2 * FLEET_LIMIT, "{statuses:?}");
+    drop(n);
+
+    // With it, the bucket is the fleet's: the limit holds over both workers.
+    let redis = redis_support::RedisServer::start();
+    let fleet = format!(
+        "waf_fleet redis://127.0.0.1:{} namespace=fleet-test interval=20ms;",
+        redis.port
+    );
+    let (n, pids) = start_two_workers("fleet-redis", &fleet);
+    let (allowed, statuses) = alternate(&n, &pids);
+    assert_eq!(allowed, FLEET_LIMIT, "{statuses:?}\n{}", n.error_log());
+    // The first FLEET_LIMIT were let through, every later one refused, on both workers.
+    assert!(
+        statuses[..FLEET_LIMIT].iter().all(|s| *s == 200),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses[FLEET_LIMIT..].iter().all(|s| *s == 429),
+        "{statuses:?}"
+    );
+    // And the state is in Redis, under the namespace.
+    let keys = redis.cli(&["KEYS", "*fleet-test*"]);
+    assert!(!keys.trim().is_empty(), "no key of the namespace in Redis");
+
+    // Redis gone: requests never wait for it; both workers answer at once, from their
+    // local state (still refusing the client that is over the limit).
+    let mut redis = redis;
+    redis.kill();
+    for i in 0..6 {
+        let t = Instant::now();
+        assert_eq!(get_on_worker(n.port, &pids[i % 2], "/limited?down"), 429);
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "{:?} with Redis down",
+            t.elapsed()
+        );
+    }
+}
+
+#[test]
+fn waf_fleet_is_checked_at_load() {
+    let prefix = custom_prefix("fleet-check");
+    let policy = "[[rate_limit]]\nname = \"all\"\nrequests = 5\n";
+    std::fs::write(prefix.join("policy.toml"), policy).unwrap();
+    let bad = [
+        ("waf_fleet namespace=x;", "needs a redis://HOST:PORT server"),
+        (
+            "waf_fleet redis://127.0.0.1:6379 colour=red;",
+            "unknown parameter \"colour=red\"",
+        ),
+        (
+            "waf_fleet redis://127.0.0.1:6379 redis://127.0.0.1:6380;",
+            "2 redis servers given",
+        ),
+        (
+            "waf_fleet redis://127.0.0.1:6379 interval=5ms;",
+            "interval 5 ms is outside",
+        ),
+        (
+            "waf_fleet redis://127.0.0.1:6379 interval=soon;",
+            "is not a time",
+        ),
+        (
+            "waf_fleet redis://127.0.0.1:6379 cut_off=share;",
+            "must then be at least 2",
+        ),
+        (
+            "waf_fleet redis://127.0.0.1:6379 namespace=;",
+            "the namespace is empty",
+        ),
+        (
+            "waf_fleet redis://127.0.0.1:6379 \"prefix={x}\";",
+            "must be non-empty",
+        ),
+        ("waf_fleet redis://:notaport;", "is not a redis URL"),
+    ];
+    for (line, want) in bad {
+        write_conf(
+            &prefix,
+            "bad.conf",
+            &format!(
+                "{line} server {{ listen 127.0.0.1:1; waf on; waf_policy_file policy.toml; }}"
+            ),
+        );
+        let (ok, err) = config_test(&prefix, "bad.conf");
+        assert!(!ok, "{line} passed");
+        assert!(
+            err.contains("waf_fleet") && err.contains(want),
+            "{line}: {err}"
+        );
+    }
+    // A fleet with nothing to share (a policy without limits, bans or rooms; no policy).
+    std::fs::write(
+        prefix.join("rules.toml"),
+        "[[rules]]\nname = \"r\"\nexpression = 'http.request.uri.path == \"/x\"'\naction = \"block\"\n",
+    )
+    .unwrap();
+    for server in [
+        "server { listen 127.0.0.1:1; waf on; waf_policy_file rules.toml; }",
+        "server { listen 127.0.0.1:1; waf on; waf_rules 'SecRuleEngine On'; }",
+    ] {
+        write_conf(
+            &prefix,
+            "idle.conf",
+            &format!("waf_fleet redis://127.0.0.1:6379; {server}"),
+        );
+        let (ok, err) = config_test(&prefix, "idle.conf");
+        assert!(!ok, "{server} passed");
+        assert!(
+            err.contains("has no effect") && err.contains("idle.conf:"),
+            "{err}"
+        );
+    }
+    write_conf(
+        &prefix,
+        "good.conf",
+        "waf_fleet redis://127.0.0.1:6379 namespace=shop prefix=w interval=50ms timeout=1s \
+         cut_off=share nodes=3; server { listen 127.0.0.1:1; waf on; \
+         waf_policy_file policy.toml; }",
+    );
+    let (ok, err) = config_test(&prefix, "good.conf");
     assert!(ok, "{err}");
 }

@@ -440,6 +440,59 @@ static waf_answer *gate(waf_engine *e, const char *uri, const char *cookie, cons
     return a;
 }
 
+static void test_fleet(void) {
+    /* Settings are checked by waf_builder_fleet; nothing connects until a request. */
+    const char *one[] = {"redis://127.0.0.1:1"};
+    const char *two[] = {"redis://127.0.0.1:1", "redis://127.0.0.1:2"};
+    const char *bad_url[] = {"redis://:notaport"};
+    waf_builder *b = waf_builder_new();
+    waf_fleet f = {one, 1, false, "c-test", NULL, 20, 0, WAF_FLEET_CUT_OFF_LOCAL, 0};
+    waf_fleet bad = f;
+    bad.server_count = 0;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(waf_last_error(), "no redis server") != NULL);
+    bad = f;
+    bad.servers = two;
+    bad.server_count = 2;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(waf_last_error(), "cluster") != NULL);
+    bad.cluster = true;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_OK);
+    bad = f;
+    bad.servers = bad_url;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(waf_last_error(), "not a redis URL") != NULL);
+    bad = f;
+    bad.interval_ms = 5;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad = f;
+    bad.cut_off = 7;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad.cut_off = WAF_FLEET_CUT_OFF_SHARE;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad.nodes = 3;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_OK);
+    bad = f;
+    bad.namespace_name = "";
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad.namespace_name = NULL;
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    bad = f;
+    bad.prefix = "{x}";
+    CHECK(waf_builder_fleet(b, &bad) == WAF_STATUS_INVALID_ARGUMENT);
+    CHECK(waf_builder_fleet(b, NULL) == WAF_STATUS_INVALID_ARGUMENT);
+    /* Built with a fleet: no thread, no connection yet (the engine may be forked). */
+    CHECK(waf_builder_fleet(b, &f) == WAF_STATUS_OK);
+    CHECK(waf_builder_rules(b, "rules", "SecRuleEngine On", 16) == WAF_STATUS_OK);
+    waf_engine *e = NULL;
+    CHECK(waf_builder_build(b, &e) == WAF_STATUS_OK);
+    CHECK(e != NULL);
+    /* no policy with state: the fleet has nothing to share, which the host reports */
+    CHECK(!waf_engine_uses_fleet(e));
+    CHECK(!waf_engine_uses_fleet(NULL));
+    waf_engine_free(e);
+}
+
 static void test_smtp(void) {
     /* Settings are checked by waf_builder_smtp. */
     waf_builder *b = waf_builder_new();
@@ -531,6 +584,7 @@ int main(void) {
     test_outlive();
     test_gates();
     test_smtp();
+    test_fleet();
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);
         return 1;
