@@ -97,3 +97,6 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free loopback port")
 }
+
+#[cfg(feature = "browser")]
+pub mod browser;

@@ -2,7 +2,6 @@
 //! a real axum server on 127.0.0.1, with a real HTTP client, and for sign-in a real SMTP
 //! server (Python's `aiosmtpd`, started here) that the code is read from.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +9,7 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::Router;
 use waf_core::Waf;
+use waf_test_support::browser::{input, Browser};
 use waf_test_support::{code_in, Smtp};
 use waf_tower::{SmtpMailer, SmtpSecurity, WafLayer};
 
@@ -42,100 +42,6 @@ async fn serve(policy: &str, mailer: Option<SmtpMailer>) -> String {
         .unwrap();
     });
     format!("http://{addr}")
-}
-
-/// A browser: its cookies, no redirects followed.
-struct Browser {
-    http: reqwest::Client,
-    jar: BTreeMap<String, String>,
-    accept: &'static str,
-}
-
-struct Got {
-    status: u16,
-    location: Option<String>,
-    body: String,
-}
-
-impl Browser {
-    fn new() -> Browser {
-        Browser {
-            http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap(),
-            jar: BTreeMap::new(),
-            accept: "text/html,application/xhtml+xml",
-        }
-    }
-
-    async fn send(&mut self, req: reqwest::RequestBuilder) -> Got {
-        let cookies: Vec<String> = self.jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let req = req
-            .header("accept", self.accept)
-            .header("user-agent", "gates-test")
-            .header("cookie", cookies.join("; "));
-        let resp = req.send().await.unwrap();
-        for v in resp.headers().get_all("set-cookie") {
-            let v = v.to_str().unwrap();
-            let (k, val) = v.split(';').next().unwrap().split_once('=').unwrap();
-            if v.contains("Max-Age=0") {
-                self.jar.remove(k);
-            } else {
-                self.jar.insert(k.into(), val.into());
-            }
-        }
-        let status = resp.status().as_u16();
-        let location = resp
-            .headers()
-            .get("location")
-            .map(|l| l.to_str().unwrap().to_string());
-        Got {
-            status,
-            location,
-            body: resp.text().await.unwrap(),
-        }
-    }
-
-    async fn get(&mut self, url: &str) -> Got {
-        let req = self.http.get(url);
-        self.send(req).await
-    }
-
-    async fn post(&mut self, url: &str, form: &[(&str, &str)]) -> Got {
-        let body = form
-            .iter()
-            .map(|(k, v)| format!("{k}={}", enc(v)))
-            .collect::<Vec<_>>()
-            .join("&");
-        let req = self
-            .http
-            .post(url)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body);
-        self.send(req).await
-    }
-}
-
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-/// The value of hidden input `name` in a page.
-fn input(html: &str, name: &str) -> String {
-    let at = html
-        .find(&format!("name=\"{name}\" value=\""))
-        .unwrap_or_else(|| panic!("no input {name} in {html}"));
-    let rest = &html[at + name.len() + 15..];
-    rest[..rest.find('"').unwrap()].replace("&amp;", "&")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
