@@ -111,9 +111,13 @@ pub(crate) struct TransformCache {
     /// position, the raw value's byte classes and its range of `hits`, so that a group
     /// decides a value its chain cannot change from two loads (most values of a big
     /// body have no union hit for most groups).
-    positional: HashMap<Variable, Vec<(u32, (u32, u32))>, FastState>,
+    positional: HashMap<Variable, Vec<Positional>, FastState>,
     hits: Vec<u32>,
 }
+
+/// One value of a big collection, by position: its raw bytes' classes and its range of
+/// the cache's union hits.
+type Positional = (u32, (u32, u32));
 
 /// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
 /// are, in visiting order, the values whose literals enable rule bit `b`. A rule then
@@ -535,7 +539,7 @@ impl TransformCache {
         variable: Variable,
         len: usize,
         union: &Union,
-    ) -> Vec<(u32, (u32, u32))> {
+    ) -> Vec<Positional> {
         if let Some(p) = self.positional.remove(&variable).filter(|p| p.len() == len) {
             return p;
         }
