@@ -25,8 +25,9 @@
 //! A *SQL fragment* has no "other" token, at most one bare word in the whole value (a column
 //! or table name; prose has many), at least one keyword or SQL function, at least two
 //! syntax tokens (keywords, SQL functions, comparison or logic operators, bare comments,
-//! punctuation) of which one is not `and`/`or`/`not`, and at least one operator, comment,
-//! punctuation mark or literal. So `xor 'b' >`, `) when 234 then`, `except values(1,2)`,
+//! punctuation) of which one is not `and`/`or`/`not`, and at least one literal, comparison
+//! or logic operator, bare comment, `;` or SQL function call (so a word in
+//! parentheses after `in` is prose). So `xor 'b' >`, `) when 234 then`, `except values(1,2)`,
 //! `' notnull --` and `b,1=1` match, and "or best offer", `"wood" and "sign"`, "limit offset
 //! pagination", `select * from t`, "fix typo in 'union' label" and "what is --force" do not.
 //!
@@ -239,6 +240,26 @@ const FUNCS: &[&[u8]] = &[
     b"div",
 ];
 
+/// PostgreSQL type names: a word right after `::` from here is a cast, a keyword
+/// (`password::int`; `std::string` stays a word).
+const CAST_TYPES: &[&[u8]] = &[
+    b"int",
+    b"integer",
+    b"bigint",
+    b"smallint",
+    b"text",
+    b"varchar",
+    b"numeric",
+    b"regclass",
+    b"oid",
+    b"bool",
+    b"boolean",
+    b"json",
+    b"jsonb",
+    b"bytea",
+    b"inet",
+];
+
 /// Keywords that continue an expression or a query: a value that starts with one was cut
 /// out of a query at the left.
 const CONTINUATIONS: &[&[u8]] = &[
@@ -292,11 +313,16 @@ fn is_fragment(input: &[u8]) -> bool {
         start: 0,
         end: 0,
     }; MAX_TOKENS];
-    for context in [None, Some(b'\''), Some(b'"'), Some(b'`')] {
+    for context in [None, Some(b'\''), Some(b'"'), Some(b'`'), Some(TYPOGRAPHIC)] {
         let len = match context {
             None => tokenize(input, 0, &mut tokens[..]),
             Some(quote) => {
-                let Some(at) = memchr::memchr(quote, input) else {
+                let found = if quote == TYPOGRAPHIC {
+                    (0..input.len()).find_map(|k| typographic_quote(input, k).map(|w| (k, w)))
+                } else {
+                    memchr::memchr(quote, input).map(|k| (k, 1))
+                };
+                let Some((at, width)) = found else {
                     continue;
                 };
                 let prefix = &input[..at];
@@ -308,7 +334,7 @@ fn is_fragment(input: &[u8]) -> bool {
                     start: 0,
                     end: at,
                 };
-                tokenize(input, at + 1, &mut tokens[1..]).map(|n| n + 1)
+                tokenize(input, at + width, &mut tokens[1..]).map(|n| n + 1)
             }
         };
         let Some(len) = len else {
@@ -319,6 +345,22 @@ fn is_fragment(input: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// Stands for the typographic quotes in the list of quote contexts.
+const TYPOGRAPHIC: u8 = 0;
+
+/// The width of a typographic quote at `i` (´ U+00B4, ‘ U+2018, ’ U+2019 in UTF-8), which
+/// some back-ends and ORMs fold to an apostrophe; any of them closes a string any opened.
+fn typographic_quote(input: &[u8], i: usize) -> Option<usize> {
+    let rest = input.get(i..)?;
+    if rest.starts_with(b"\xc2\xb4") {
+        Some(2)
+    } else if rest.starts_with(b"\xe2\x80\x98") || rest.starts_with(b"\xe2\x80\x99") {
+        Some(3)
+    } else {
+        None
+    }
 }
 
 /// A byte of a plain literal before a quote context: an id, a number, a user name.
@@ -339,7 +381,10 @@ fn shape_matches(input: &[u8], t: &[Token], quoted: bool) -> bool {
         0
     };
     if let Some(tok) = t.get(first) {
-        if is_continuation(input, tok) && fragment(input, &t[first..], &t[skip..]) {
+        if is_continuation(input, tok)
+            && follows_grammar(input, tok, t.get(first + 1))
+            && fragment(input, &t[first..], &t[skip..])
+        {
             return true;
         }
     }
@@ -350,6 +395,19 @@ fn shape_matches(input: &[u8], t: &[Token], quoted: bool) -> bool {
             && trim(text(input, last), b"-#/*+ ;").len() <= 2
             && fragment(input, body, body.get(skip..).unwrap_or(&[]))
         {
+            return true;
+        }
+    }
+    // A comment closed that the value never opened (`x*/ union select`, `select*/ 1,2`):
+    // the value breaks out of a comment the query had open, and all of it is SQL.
+    let close = t
+        .iter()
+        .position(|tok| tok.kind == Kind::Comment && text(input, tok) == b"*/");
+    if let Some(close) = close {
+        let opened = t[..close]
+            .iter()
+            .any(|tok| tok.kind == Kind::Comment && text(input, tok).starts_with(b"/*"));
+        if !opened && fragment(input, &t[skip..], &t[skip..]) {
             return true;
         }
     }
@@ -371,6 +429,24 @@ fn shape_matches(input: &[u8], t: &[Token], quoted: bool) -> bool {
         }
     }
     false
+}
+
+/// Whether the token after a leading `is` or `in` is what SQL puts there: `is` takes
+/// `null`, `not`, `true` or `false` ("is 1+1=2 or 3" is a question), `in` takes `(`.
+fn follows_grammar(input: &[u8], tok: &Token, next: Option<&Token>) -> bool {
+    let word = text(input, tok);
+    if word.eq_ignore_ascii_case(b"is") {
+        next.is_some_and(|n| {
+            in_list(
+                &[b"null", b"not", b"true", b"false", b"notnull"],
+                text(input, n),
+            )
+        })
+    } else if word.eq_ignore_ascii_case(b"in") {
+        next.is_some_and(|n| n.kind == Kind::LParen)
+    } else {
+        true
+    }
 }
 
 /// Whether a token continues an expression or a query.
@@ -411,10 +487,7 @@ fn fragment(input: &[u8], toks: &[Token], whole: &[Token]) -> bool {
         if !boolean {
             strong += 1;
         }
-        if matches!(
-            tok.kind,
-            Kind::Op | Kind::Comment | Kind::LParen | Kind::RParen | Kind::Comma | Kind::Semi
-        ) {
+        if matches!(tok.kind, Kind::Op | Kind::Comment | Kind::Semi | Kind::Func) {
             marks += 1;
         }
     }
@@ -461,6 +534,29 @@ fn tokenize(input: &[u8], from: usize, out: &mut [Token]) -> Option<usize> {
         if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
             i += 1;
             continue;
+        }
+        if let Some(open) = typographic_quote(input, i) {
+            let mut j = i + open;
+            let close = loop {
+                if j >= n {
+                    break None;
+                }
+                if let Some(k) = typographic_quote(input, j) {
+                    break Some(k);
+                }
+                j += 1;
+            };
+            match close {
+                Some(k) => {
+                    push(Kind::Str, i + open, j, &mut len)?;
+                    i = j + k;
+                    continue;
+                }
+                None => {
+                    push(Kind::OpenStr, i + open, n, &mut len)?;
+                    break;
+                }
+            }
         }
         if matches!(c, b'\'' | b'"' | b'`') {
             let mut j = i + 1;
@@ -530,8 +626,14 @@ fn tokenize(input: &[u8], from: usize, out: &mut [Token]) -> Option<usize> {
                 .iter()
                 .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
                 == Some(&b'(');
+            let cast = input[from..i]
+                .iter()
+                .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+                .is_some_and(|k| input[from..from + k + 1].ends_with(b"::"));
             let kind = if paren && (in_list(FUNCS, word) || in_list(STRONG, word)) {
                 Kind::Func
+            } else if cast && in_list(CAST_TYPES, word) {
+                Kind::Weak
             } else if in_list(STRONG, word) {
                 Kind::Strong
             } else if in_list(WEAK, word) {
@@ -696,10 +798,15 @@ mod tests {
             "procedure analyse (",
             "1.union select.2alias",
             "' notnull --",
+            "is not null --",
             "abc' HAVING 1>0 #",
             "42) intersect (select 1",
             "Admin' ORDER BY 3 -- ",
             "7' rlike (select 1) -- x",
+            "1\u{b4} or \u{b4}1\u{b4}=\u{b4}1",
+            "x\u{2019} union select 1 -- ",
+            "password::int",
+            "nick::text = 'a'",
         ] {
             assert!(hit(v), "{v:?} should match");
         }
@@ -713,6 +820,20 @@ mod tests {
             "delete from t where 2>1 /*",
         ] {
             assert!(hit(v), "{v:?} should match");
+        }
+    }
+
+    #[test]
+    fn comment_closed_but_never_opened() {
+        for v in ["select*/ 1,2,3,user(", "x*/ union select 1", "5 */ or 1 /*"] {
+            assert!(hit(v), "{v:?} should match");
+        }
+        for v in [
+            "/* note */ select 1",
+            "end of the block */",
+            "a comment like this */ ends here",
+        ] {
+            assert!(!hit(v), "{v:?} should pass");
         }
     }
 
@@ -758,6 +879,14 @@ mod tests {
             "O'Brien & sons",
             "rock 'n' roll",
             "it's in the box, or so",
+            "in (brackets)",
+            "is 1+1=2 or 3",
+            "is it 1 = 1?",
+            "as (see above)",
+            "it\u{2019}s in the box, or so",
+            "\u{2018}union\u{2019} by robert f",
+            "std::string",
+            "foo::date",
         ] {
             assert!(!hit(v), "{v:?} should pass");
         }
