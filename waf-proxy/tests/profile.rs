@@ -338,6 +338,7 @@ fn default_profile_reads_cut_sql_fragments() {
         "/p?q=1%C2%B4%20or%20%C2%B42%C2%B4%3D%C2%B42",
         "/p?q=9)%20intersect%20(select%202",
         "/p?q=in%20(4%2C2)",
+        "/items/or%20%27%7B%7D%27%20-%3E%20%27%24.k%27%20%3D%203",
     ];
     for uri in blocked {
         let req = replay::ReplayRequest {
@@ -372,6 +373,8 @@ fn default_profile_reads_cut_sql_fragments() {
         "/search?q=%22wood%22%20and%20%22sign%22",
         "/search?q=in%20stock%20(3)%20or%20more",
         "/notes?text=forgive%20and%20forget.%0A%09--%20cervantes",
+        "/docs/is%20null%20vs%20not%20null",
+        "/blog/where-is-the-end",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
