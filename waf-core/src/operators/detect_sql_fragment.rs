@@ -124,7 +124,9 @@ struct Token {
     end: usize,
 }
 
-/// Keywords that are SQL and seldom prose.
+/// Keywords that are SQL and seldom prose. This list and the two below are what [`lookup`]
+/// encodes (kept for the test that checks the two agree).
+#[cfg(test)]
 const STRONG: &[&[u8]] = &[
     b"union",
     b"select",
@@ -172,6 +174,7 @@ const STRONG: &[&[u8]] = &[
 ];
 
 /// Keywords that are also English words.
+#[cfg(test)]
 const WEAK: &[&[u8]] = &[
     b"and",
     b"or",
@@ -206,7 +209,8 @@ const WEAK: &[&[u8]] = &[
     b"false",
 ];
 
-/// SQL functions: a word from here (or from [`STRONG`]) followed by `(` is a call.
+/// SQL functions: a word from here (or from `STRONG`) followed by `(` is a call.
+#[cfg(test)]
 const FUNCS: &[&[u8]] = &[
     b"sleep",
     b"benchmark",
@@ -269,16 +273,16 @@ const CAST_TYPES: &[&[u8]] = &[
     b"inet",
 ];
 
-/// The word is in [`STRONG`].
+/// The word is in `STRONG`.
 const STRONG_WORD: u8 = 1;
-/// The word is in [`WEAK`].
+/// The word is in `WEAK`.
 const WEAK_WORD: u8 = 2;
-/// The word is in [`FUNCS`].
+/// The word is in `FUNCS`.
 const FUNC_WORD: u8 = 4;
 /// The longest word in the three lists.
 const LONGEST_WORD: usize = 18;
 
-/// Which of [`STRONG`], [`WEAK`] and [`FUNCS`] hold `word` (ASCII case ignored), as bits:
+/// Which of `STRONG`, `WEAK` and `FUNCS` hold `word` (ASCII case ignored), as bits:
 /// one `match` on the lower-cased word instead of a scan of each list (the tokenizer asks
 /// this for every word of every value). `lookup_agrees_with_the_lists` checks it against
 /// the lists.
@@ -520,13 +524,8 @@ fn is_literal_byte(b: u8) -> bool {
 fn shape_matches(input: &[u8], t: &[Token], quoted: bool) -> bool {
     let skip = usize::from(quoted);
     // Cut at the left: (literal) continuation fragment.
-    let first = if quoted {
-        1
-    } else if t.len() > 1 && matches!(t[0].kind, Kind::Num | Kind::Str | Kind::Bare) {
-        1
-    } else {
-        0
-    };
+    let leading_literal = t.len() > 1 && matches!(t[0].kind, Kind::Num | Kind::Str | Kind::Bare);
+    let first = usize::from(quoted || leading_literal);
     if let Some(tok) = t.get(first) {
         if is_continuation(input, tok)
             && follows_grammar(input, tok, t.get(first + 1))
