@@ -318,6 +318,69 @@ fn default_profile_reads_sql_and_shell_grammar() {
     }
 }
 
+/// Rule 190180 (`@detectSqlFragment`): a value that reads as a SQL query cut open at the
+/// left (a continuation keyword, a comparison, `)`, `,` or `;`, perhaps after a literal or
+/// a closed quote, typographic quotes included), cut at the right by a bare comment, broken
+/// out of a comment, or comparing a literal with itself; searches of SQL words, prose,
+/// code and whole statements pass.
+#[test]
+fn default_profile_reads_cut_sql_fragments() {
+    let waf = profile::default_waf(EngineMode::On).unwrap();
+    let blocked = [
+        "/p?q=xor%20%27k%27%20%3C",
+        "/p?q=)%20when%207%20then",
+        "/p?q=except%20values(3%2C4)",
+        "/p?q=%27%20notnull%20%23",
+        "/p?q=truncate%20logs%3B%23",
+        "/p?q=c%2C4%3D4",
+        "/p?q=nick%3A%3Aint",
+        "/p?q=x*%2F%20union%20select%201",
+        "/p?q=1%C2%B4%20or%20%C2%B42%C2%B4%3D%C2%B42",
+        "/p?q=9)%20intersect%20(select%202",
+        "/p?q=in%20(4%2C2)",
+        "/items/or%20%27%7B%7D%27%20-%3E%20%27%24.k%27%20%3D%203",
+    ];
+    for uri in blocked {
+        let req = replay::ReplayRequest {
+            method: b"GET".to_vec(),
+            uri: uri.as_bytes().to_vec(),
+            version: b"HTTP/1.1".to_vec(),
+            headers: vec![(b"Host".to_vec(), b"example.com".to_vec())],
+            body: Vec::new(),
+        };
+        let seen = replay::inspect(&waf, &req);
+        assert_eq!(seen.blocked, Some(403), "{uri} {seen:?}");
+        assert!(
+            seen.rule_ids.contains(&190180),
+            "{uri}: 190180 not in {seen:?}"
+        );
+    }
+    let passed = [
+        "/search?q=limit%20offset%20pagination",
+        "/search?q=having%20vs%20where",
+        "/search?q=is%20null%20sql",
+        "/search?q=not%20like%20operator",
+        "/search?q=fix%20typo%20in%20%27union%27%20label",
+        "/search?q=what%20is%20--force",
+        "/search?q=std%3A%3Astring",
+        "/search?q=into%2Flong",
+        "/search?q=1%3D1%20meaning",
+        "/search?q=just%20in%20case%20(abc)",
+        "/search?q=it%E2%80%99s%20in%20the%20box%2C%20or%20so",
+        "/search?q=end%20of%20the%20block%20*%2F",
+        "/search?q=order%20%2345699",
+        "/search?q=and%207%20oranges",
+        "/search?q=%22wood%22%20and%20%22sign%22",
+        "/search?q=in%20stock%20(3)%20or%20more",
+        "/notes?text=forgive%20and%20forget.%0A%09--%20cervantes",
+        "/docs/is%20null%20vs%20not%20null",
+        "/blog/where-is-the-end",
+    ];
+    for uri in passed {
+        assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
+    }
+}
+
 /// Headers with a grammar (a language list, an origin, an address list, a URL, base64, a
 /// token) that carry a payload are refused by the rule for that header; the shapes browsers,
 /// apps and proxies really send pass.
@@ -431,7 +494,7 @@ fn default_profile_dataset_rates() {
     // Each class with 50 or more attacks, at its measured rate rounded down (the closing
     // note of issue 13 has the per-class table and what the two under 93 % miss).
     let floors: &[(&str, f64)] = &[
-        ("sqli", 0.914),
+        ("sqli", 0.924),
         ("xss", 0.956),
         ("cmdi", 0.934),
         ("path_traversal", 0.935),

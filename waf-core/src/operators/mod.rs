@@ -20,6 +20,7 @@
 mod begins_with;
 mod contains;
 mod contains_word;
+mod detect_sql_fragment;
 mod detect_sqli;
 mod detect_xss;
 mod ends_with;
@@ -95,6 +96,8 @@ pub(crate) enum Operator {
     Contains(contains::Contains),
     /// `@containsWord`.
     ContainsWord(contains_word::ContainsWord),
+    /// `@detectSqlFragment`.
+    DetectSqlFragment(detect_sql_fragment::DetectSqlFragment),
     /// `@detectSQLi`.
     DetectSqli(detect_sqli::DetectSqli),
     /// `@detectXSS`.
@@ -158,6 +161,9 @@ impl Operator {
             "beginswith" => Operator::BeginsWith(begins_with::BeginsWith::new(argument)?),
             "contains" => Operator::Contains(contains::Contains::new(argument)?),
             "containsword" => Operator::ContainsWord(contains_word::ContainsWord::new(argument)?),
+            "detectsqlfragment" => {
+                Operator::DetectSqlFragment(detect_sql_fragment::DetectSqlFragment::new(argument)?)
+            }
             "detectsqli" => Operator::DetectSqli(detect_sqli::DetectSqli::new(argument)?),
             "detectxss" => Operator::DetectXss(detect_xss::DetectXss::new(argument)?),
             "endswith" => Operator::EndsWith(ends_with::EndsWith::new(argument)?),
@@ -242,6 +248,7 @@ impl Operator {
             Operator::BeginsWith(op) => op.evaluate(input, expander),
             Operator::Contains(op) => op.evaluate(input, expander),
             Operator::ContainsWord(op) => op.evaluate(input, expander),
+            Operator::DetectSqlFragment(op) => op.evaluate(input),
             Operator::DetectSqli(op) => op.evaluate(input, captures),
             Operator::DetectXss(op) => op.evaluate(input),
             Operator::EndsWith(op) => op.evaluate(input, expander),
