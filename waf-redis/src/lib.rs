@@ -105,6 +105,7 @@
 
 mod config;
 pub mod line;
+pub mod record;
 mod store;
 pub mod sync;
 
