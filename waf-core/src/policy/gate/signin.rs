@@ -31,6 +31,30 @@
 //! (wrong codes per IP), `si\0rev` + session id (signed out: refused until the session
 //! would have expired). Checking a session is one MAC and one store read (the revocation).
 //! Messages and logs name neither the code nor the cookie.
+//!
+//! # Fleets
+//!
+//! [`SignIn::declare`] tells the store that the code, the lockout and the revocations are
+//! [`ValueKind::Shared`] records and the rate counters [`ValueKind::Count`]s. The in-memory
+//! store ignores it: on one process nothing changes. A store shared by a fleet (`waf-redis`:
+//! every nginx worker and server with `waf_fleet`, every proxy with `[state]`) publishes every
+//! change to every node, so a code asked for through one node signs in through any other,
+//! a sign-out holds everywhere, and attempts and rate counts add up over the nodes. No
+//! request waits on Redis: each node decides on its mirror, and the mirrors agree within one
+//! window (`≤ 2 × (interval + round trip)`, ≈ 0.2 s by default). How a race within the
+//! window ends is decided on purpose (`waf_redis::record` has the details):
+//!
+//! - wrong attempts on one code are added up atomically in Redis (only while the fleet's
+//!   code is that code); a guesser spreading over `n` nodes faster than the window gets at
+//!   most `n × max_attempts` guesses on a code (the limit exceeded by at most
+//!   `(n − 1) × max_attempts`, once), then the shared lockout holds everywhere; slower than
+//!   the window, exactly `max_attempts`. The same holds for the per-IP and per-address
+//!   limits;
+//! - a right code is consumed where it is accepted, and the removal (of that code only, a
+//!   newer one survives) reaches every node within the window: the same right code posted to
+//!   two nodes within it signs in on both, which only its holder can do;
+//! - a code is unknown to the other nodes for up to one window after it was sent, and a
+//!   revoked session still passes there for up to one window.
 
 use http::StatusCode;
 use serde::Deserialize;
