@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::compile::plan::Summary;
-use crate::compile::prefilter::{Prefilter, ScanScratch};
+use crate::compile::prefilter::{Prefilter, ScanScratch, Union};
 use crate::eval::data::{TxData, ValueKey, SOURCES};
 use crate::transformations::{features, Transformation};
 use crate::variables::{Selector, Variable};
@@ -103,9 +103,15 @@ pub(crate) struct TransformCache {
     /// The prefilter back-ends' working memory (Hyperscan's scratch), kept across
     /// transactions with the rest of the cache.
     scan_scratch: ScanScratch,
-    /// Value → range of `hits`: the union patterns found in its raw bytes (see
-    /// [`crate::compile::prefilter::Union`]), scanned once per transaction.
-    union_hits: HashMap<ValueKey, (u32, u32), FastState>,
+    /// For each row of `table`: the range of `hits` holding the union patterns found in
+    /// the raw value (see [`crate::compile::prefilter::Union`]), scanned once per
+    /// transaction; `u32::MAX` while not scanned.
+    union_rows: Vec<(u32, u32)>,
+    /// For each big collection whose candidate lists were built in this phase: per
+    /// position, the raw value's byte classes and its range of `hits`, so that a group
+    /// decides a value its chain cannot change from two loads (most values of a big
+    /// body have no union hit for most groups).
+    positional: HashMap<Variable, Vec<(u32, (u32, u32))>, FastState>,
     hits: Vec<u32>,
 }
 
@@ -139,6 +145,7 @@ impl TransformCache {
     /// Forgets what depends on whole collections, which the next phase may extend.
     pub(crate) fn start_phase(&mut self) {
         self.candidates.clear();
+        self.positional.clear();
         self.summaries.clear();
     }
 
@@ -163,7 +170,8 @@ impl TransformCache {
         self.candidates.clear();
         self.summaries.clear();
         self.memo.clear();
-        self.union_hits.clear();
+        self.union_rows.clear();
+        self.positional.clear();
         self.hits.clear();
     }
 
@@ -189,7 +197,7 @@ impl TransformCache {
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
             && self.memo.capacity() <= 16 * 1024
-            && self.union_hits.capacity() <= 16 * 1024
+            && self.union_rows.capacity() <= 16 * 1024
             && self.hits.capacity() <= 64 * 1024
     }
 
@@ -292,7 +300,30 @@ impl TransformCache {
         // recording every (value, group) cost a hash-table insert per value and group.
         let mut scanned = vec![0u64; prefilter.words];
         let mut scan_scratch = std::mem::take(&mut self.scan_scratch);
+        // The raw values' byte classes and union hits, by position (see `Positional`).
+        let positional = match &prefilter.union {
+            Some((union, _)) if prefilter.decides_from_hits() => {
+                self.positional(data, variable, len, union)
+            }
+            _ => Vec::new(),
+        };
+        let always = prefilter.sets_always();
         for pos in 0..len {
+            // A value the chain leaves as it is but for case: the union's hits on its raw
+            // bytes give the group's bits, with no transformation and no scan of its own.
+            if let Some(&(classes, (s, e))) = positional.get(pos) {
+                if classes & prefilter.case_only_unless == 0 {
+                    if s == e && !always {
+                        continue;
+                    }
+                    scanned.fill(0);
+                    let hits = &self.hits[s as usize..e as usize];
+                    if prefilter.bits_from_hits(hits, &mut scanned).is_some() {
+                        push_bits(&mut pairs, &scanned, pos);
+                        continue;
+                    }
+                }
+            }
             let (Some(key), _, raw) = data.indexed(variable, pos) else {
                 continue;
             };
@@ -305,16 +336,12 @@ impl TransformCache {
                     &scanned[..]
                 }
             };
-            for (w, &word) in words.iter().enumerate() {
-                let mut x = word;
-                while x != 0 {
-                    let b = x.trailing_zeros();
-                    pairs.push((w as u32 * 64 + b, pos as u32));
-                    x &= x - 1;
-                }
-            }
+            push_bits(&mut pairs, words, pos);
         }
         self.scan_scratch = scan_scratch;
+        if !positional.is_empty() {
+            self.positional.insert(variable, positional);
+        }
         pairs.sort_by_key(|&(b, _)| b);
         let nbits = prefilter.words * 64;
         let mut offsets = vec![0u32; nbits + 1];
@@ -396,16 +423,8 @@ impl TransformCache {
             prefilter.scan(input, bits, scratch);
             return;
         };
-        let (s, e) = match self.union_hits.get(&key) {
-            Some(&r) => r,
-            None => {
-                let s = self.hits.len();
-                union.scan(raw, &mut self.hits);
-                let r = (s as u32, self.hits.len() as u32);
-                self.union_hits.insert(key, r);
-                r
-            }
-        };
+        let row = self.row(key);
+        let (s, e) = self.union_range(row, raw, union);
         union.bits_of(&self.hits[s as usize..e as usize], *group, bits);
         prefilter.scan_beside_literals(self.slice(slot, raw), bits, scratch);
     }
@@ -507,6 +526,50 @@ impl TransformCache {
         slot
     }
 
+    /// The byte classes and union hits of each value of `variable` (`len` of them), by
+    /// position, computed on the first candidate build of the phase that needs them and
+    /// taken out of the cache (the caller puts them back).
+    fn positional(
+        &mut self,
+        data: &TxData,
+        variable: Variable,
+        len: usize,
+        union: &Union,
+    ) -> Vec<(u32, (u32, u32))> {
+        if let Some(p) = self.positional.remove(&variable).filter(|p| p.len() == len) {
+            return p;
+        }
+        let mut out = Vec::with_capacity(len);
+        for pos in 0..len {
+            out.push(match data.indexed(variable, pos) {
+                (Some(key), _, raw) => {
+                    let row = self.row(key);
+                    (
+                        self.raw_features(row, raw),
+                        self.union_range(row, raw, union),
+                    )
+                }
+                // No key: every class, so the value takes the ordinary path.
+                (None, _, _) => (u32::MAX, (0, 0)),
+            });
+        }
+        out
+    }
+
+    /// The range of `hits` holding the union patterns found in the raw value of `row`,
+    /// scanned on first use.
+    fn union_range(&mut self, row: usize, raw: &[u8], union: &Union) -> (u32, u32) {
+        if self.union_rows.len() <= row {
+            self.union_rows.resize(row + 1, (u32::MAX, 0));
+        }
+        if self.union_rows[row].0 == u32::MAX {
+            let s = self.hits.len();
+            union.scan(raw, &mut self.hits);
+            self.union_rows[row] = (s as u32, self.hits.len() as u32);
+        }
+        self.union_rows[row]
+    }
+
     /// The byte classes of the raw value of `row`, computed on first use.
     fn raw_features(&mut self, row: usize, raw: &[u8]) -> u32 {
         if self.features.len() <= row {
@@ -544,6 +607,18 @@ impl TransformCache {
         match slot {
             Slot::Raw => raw,
             Slot::Arena(i) => self.arena_value(i),
+        }
+    }
+}
+
+/// Appends (bit, `pos`) for every bit set in `words`.
+fn push_bits(pairs: &mut Vec<(u32, u32)>, words: &[u64], pos: usize) {
+    for (w, &word) in words.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            let b = x.trailing_zeros();
+            pairs.push((w as u32 * 64 + b, pos as u32));
+            x &= x - 1;
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
 use crate::report::MatchedRule;
+use crate::transformations::features;
 use crate::variables::{Selector, Variable};
 use crate::verdict::{DisruptiveAction, Intervention, Verdict};
 use crate::waf::EngineMode;
@@ -301,13 +302,20 @@ impl TxState {
                                     return;
                                 }
                                 let mut value: Cow<'_, [u8]> = Cow::Borrowed(raw);
+                                // A step the value's byte classes show cannot change it
+                                // is passed by unread (`transformations::features`).
+                                let mut classes = features::of(raw);
                                 for t in &rule.transformations {
+                                    if !t.may_change(classes) {
+                                        continue;
+                                    }
                                     let next = match t.apply(&value) {
                                         Cow::Borrowed(_) => None,
                                         Cow::Owned(v) => Some(v),
                                     };
                                     if let Some(v) = next {
                                         value = Cow::Owned(v);
+                                        classes = features::of(&value);
                                         if check_known(&value, &name, None) {
                                             return;
                                         }

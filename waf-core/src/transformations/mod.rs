@@ -247,8 +247,15 @@ impl Transformation {
     /// [`features`]): false only when it certainly returns the value unchanged. Steps
     /// without a rule here answer true and run.
     pub(crate) fn may_change(&self, f: features::Features) -> bool {
+        f & self.triggers() != 0
+    }
+
+    /// The byte classes that can make this step change a value ([`features`]): a value
+    /// holding none of them comes back unchanged. Every class (so "may change anything")
+    /// for steps without a rule.
+    pub(crate) fn triggers(&self) -> features::Features {
         use features::*;
-        let triggers = match self {
+        match self {
             Transformation::Lowercase => UPPER,
             Transformation::UrlDecode => PERCENT_PLUS,
             // The decoder, then NFKC folding of non-ASCII text.
@@ -269,9 +276,8 @@ impl Transformation {
             Transformation::NormalizePathWin => SLASH | DOT | BACKSLASH,
             Transformation::CmdLine => SHELL | BACKSLASH | SPACE | OTHER_SPACE | UPPER,
             Transformation::RemoveCommentsChar => COMMENT | SLASH,
-            _ => return true,
-        };
-        f & triggers != 0
+            _ => Features::MAX,
+        }
     }
 
     /// Applies the transformation; `Cow::Borrowed` means the input was left unchanged, and

@@ -120,6 +120,11 @@ pub(crate) struct Prefilter {
     /// the plan's summaries, which transform values on the group's behalf).
     pub(crate) chain: Vec<Transformation>,
     pub(crate) prefix_ids: Vec<u32>,
+    /// The byte classes ([`crate::transformations::features`]) that can make a step of
+    /// `chain` other than `t:lowercase` change a value: a value holding none of them
+    /// leaves the chain unchanged but for ASCII case, so the union's hits on its raw
+    /// bytes answer for the group without transforming it.
+    pub(crate) case_only_unless: crate::transformations::features::Features,
 }
 
 impl Prefilter {
@@ -156,6 +161,37 @@ impl Prefilter {
         for &bit in &self.always {
             set_bit(bits, bit);
         }
+    }
+
+    /// The group's bits for a value its chain leaves unchanged but for ASCII case, from
+    /// the union patterns found in the value's raw bytes (`hits`); `None` when that does
+    /// not decide them (no union, or a Hyperscan database that must read the value).
+    pub(crate) fn bits_from_hits(&self, hits: &[u32], bits: &mut [u64]) -> Option<()> {
+        if !self.decides_from_hits() {
+            return None;
+        }
+        let (union, group) = self.union.as_ref()?;
+        union.bits_of(hits, *group, bits);
+        for &bit in &self.always {
+            set_bit(bits, bit);
+        }
+        Some(())
+    }
+
+    /// Whether [`Prefilter::bits_from_hits`] decides this group's bits (it has a place in
+    /// the union and no Hyperscan database that must read the value).
+    pub(crate) fn decides_from_hits(&self) -> bool {
+        #[cfg(feature = "hyperscan")]
+        if self.hyperscan.is_some() {
+            return false;
+        }
+        self.union.is_some()
+    }
+
+    /// Whether some rule of the group gets its bit on every value (no literals to
+    /// prefilter on).
+    pub(crate) fn sets_always(&self) -> bool {
+        !self.always.is_empty()
     }
 
     /// Whether this group has a Hyperscan database (for tests).
@@ -402,6 +438,11 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
                 hyperscan,
                 always,
                 words: (draft.bits as usize).div_ceil(64),
+                case_only_unless: draft
+                    .chain
+                    .iter()
+                    .filter(|t| !matches!(t, Transformation::Lowercase))
+                    .fold(0, |m, t| m | t.triggers()),
                 chain: draft.chain,
                 prefix_ids: draft.prefix_ids,
             },
