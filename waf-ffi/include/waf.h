@@ -312,7 +312,7 @@ enum waf_status waf_builder_fail_open(struct waf_builder *builder, bool fail_ope
 enum waf_status waf_builder_build(struct waf_builder *builder, struct waf_engine **engine);
 
 // Whether `engine` keeps policy state in a fleet: it was built with `waf_builder_fleet`
-// and a policy file with rate limits, bans, scoring or a waiting room (otherwise the
+// and a policy file with rate limits, bans, scoring, a waiting room or sign-in (otherwise the
 // fleet has nothing to share; a host should say so at load). False when `engine` is
 // NULL.
 bool waf_engine_uses_fleet(const struct waf_engine *engine);

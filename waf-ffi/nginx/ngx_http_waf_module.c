@@ -29,7 +29,8 @@
  *   waf_fleet redis://HOST:PORT [URL ...] [cluster] [namespace=NAME] [prefix=PREFIX]
  *             [interval=TIME] [timeout=TIME] [cut_off=local|share] [nodes=N];
  *                             (http block only) share the native policy's rate limits,
- *                             bans, behaviour scores and waiting rooms through Redis
+ *                             bans, behaviour scores, waiting rooms and sign-in
+ *                             (codes, attempts, lockouts, sign-outs) through Redis
  *                             between all workers and every nginx that uses the same
  *                             Redis and namespace (default "nginx"); see waf_builder_fleet.
  *                             Checked at load; each worker connects on its first request
@@ -1942,7 +1943,8 @@ ngx_http_waf_init(ngx_conf_t *cf)
     if (mcf->fleet_set && !mcf->fleet_used) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "waf_fleet in %V:%ui has no effect: no waf_policy_file has a "
-                      "rate limit, bans, scoring or a waiting room, so there is nothing "
+                      "rate limit, bans, scoring, a waiting room or sign-in, so there is "
+                      "nothing "
                       "to share", &mcf->fleet_file, mcf->fleet_line);
         return NGX_ERROR;
     }

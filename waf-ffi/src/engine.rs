@@ -37,6 +37,9 @@ pub struct WafEngine {
     pub(crate) mail: Option<MailSender>,
     /// Built with a fleet and a policy with state the fleet shares.
     pub(crate) uses_fleet: bool,
+    /// The fleet store, started by each process's first transaction (so that a worker
+    /// mirrors the fleet's sign-in records before a code is posted to it).
+    pub(crate) fleet: Option<std::sync::Arc<crate::fleet::LazyFleetStore>>,
 }
 
 /// A new, empty builder. Returns NULL only if the library panicked (out of memory).
@@ -202,7 +205,7 @@ pub unsafe extern "C" fn waf_builder_policy_file(
             || config
                 .gates
                 .as_ref()
-                .is_some_and(|g| !g.waiting_rooms.is_empty());
+                .is_some_and(|g| !g.waiting_rooms.is_empty() || g.sign_in.is_some());
         update(b, |i| i.policy(config));
         WafStatus::Ok
     })
@@ -325,13 +328,11 @@ pub unsafe extern "C" fn waf_builder_build(
         // SAFETY: `engine` is a non-null writable pointer per the contract.
         unsafe { *engine = std::ptr::null_mut() };
         let uses_fleet = b.fleet.is_some() && b.shares_state;
-        let inner = match b.fleet {
-            Some((config, namespace)) => {
-                b.inner
-                    .policy_store(std::sync::Arc::new(crate::fleet::LazyFleetStore::new(
-                        config, namespace,
-                    )))
-            }
+        let fleet = b.fleet.map(|(config, namespace)| {
+            std::sync::Arc::new(crate::fleet::LazyFleetStore::new(config, namespace))
+        });
+        let inner = match &fleet {
+            Some(store) => b.inner.policy_store(store.clone()),
             None => b.inner,
         };
         match inner.build() {
@@ -341,6 +342,7 @@ pub unsafe extern "C" fn waf_builder_build(
                     fail_open: b.fail_open,
                     mail: b.smtp.filter(|_| waf.has_sign_in()).map(MailSender::new),
                     uses_fleet,
+                    fleet: fleet.filter(|_| uses_fleet),
                     waf,
                 });
                 // SAFETY: as above.
@@ -356,7 +358,7 @@ pub unsafe extern "C" fn waf_builder_build(
 }
 
 /// Whether `engine` keeps policy state in a fleet: it was built with `waf_builder_fleet`
-/// and a policy file with rate limits, bans, scoring or a waiting room (otherwise the
+/// and a policy file with rate limits, bans, scoring, a waiting room or sign-in (otherwise the
 /// fleet has nothing to share; a host should say so at load). False when `engine` is
 /// NULL.
 #[no_mangle]

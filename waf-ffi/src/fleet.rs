@@ -2,7 +2,8 @@
 //! nginx worker) and every host of a fleet: `waf_builder_fleet`.
 //!
 //! It is waf-redis's store, the one waf-proxy's `[state]` uses: rate-limit buckets, bans,
-//! behaviour scores and waiting rooms. Every decision stays local (the store answers from
+//! behaviour scores, waiting rooms, and the sign-in's codes, attempt counts, lockouts, rate
+//! counters and sign-out revocations. Every decision stays local (the store answers from
 //! its in-memory mirror, and one background thread reconciles the mirror with Redis every
 //! interval), so no request ever waits on Redis.
 //!
@@ -10,8 +11,9 @@
 //!
 //! nginx builds its engines in the master and forks the workers, and a thread does not
 //! survive `fork`. So `waf_builder_fleet` only checks the settings; the engine's store is
-//! a [`LazyFleetStore`] that starts the fleet (its thread and connection) on its first use
-//! **in each process**: the first request a worker serves. It learns of a fork through a
+//! a [`LazyFleetStore`] that starts the fleet (its thread and connection) **in each
+//! process** on the first transaction a worker makes (whatever the request: a worker's
+//! mirror of the fleet's sign-in records must be filled before a code is posted to it). It learns of a fork through a
 //! `pthread_atfork` child handler, which bumps a generation counter; a store made in
 //! another generation (the parent's) is forgotten, never used or dropped. Within a process
 //! every engine with the same settings shares one fleet (one thread, one connection), and
@@ -222,6 +224,14 @@ impl LazyFleetStore {
             }
         }
         f(&*self.store())
+    }
+
+    /// Starts this process's store (its fleet thread and connection) if it has none yet:
+    /// called by every transaction, so that a worker reconciles from its first request on,
+    /// whatever that request touches (a sign-in code posted to a worker must find the
+    /// fleet's records already mirrored there).
+    pub(crate) fn start(&self) {
+        self.with(|_| ());
     }
 
     /// This process's store, started now if this process has none.

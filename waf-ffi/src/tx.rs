@@ -106,6 +106,10 @@ pub unsafe extern "C" fn waf_tx_new(
         let now = SystemTime::UNIX_EPOCH + Duration::from_millis(now_unix_ms);
         // SAFETY: non-null engine from waf_builder_build; engines are only read.
         let engine = unsafe { &*engine };
+        if let Some(fleet) = &engine.fleet {
+            // One atomic load and a read lock once started in this process.
+            fleet.start();
+        }
         let t = if unique_id.is_null() {
             engine.waf.transaction(&conn, now)
         } else {

@@ -1406,18 +1406,23 @@ fn keep_alive_get(c: &mut TcpStream, target: &str) -> (u16, String) {
 /// nginx with two workers and a policy allowing [`FLEET_LIMIT`] requests a minute to
 /// `/limited`; `fleet` is the `waf_fleet` line (or nothing).
 fn start_two_workers(name: &str, fleet: &str) -> (Nginx, [String; 2]) {
+    let policy = format!(
+        "[[rate_limit]]\nname = \"limited\"\n\
+         match = 'http.request.uri.path starts_with \"/limited\"'\n\
+         requests = {FLEET_LIMIT}\nperiod_secs = 60\n"
+    );
+    start_two_workers_with(name, fleet, &policy)
+}
+
+/// nginx with two workers serving `html/` (`/probe`, `/limited`, `/private`) under the
+/// native policy `policy`; `http` goes into the `http` block (`waf_fleet`, `waf_smtp`).
+fn start_two_workers_with(name: &str, http: &str, policy: &str) -> (Nginx, [String; 2]) {
     let prefix = custom_prefix(name);
+    let fleet = http;
     std::fs::write(prefix.join("html/probe"), "probe\n").unwrap();
     std::fs::write(prefix.join("html/limited"), "limited\n").unwrap();
-    std::fs::write(
-        prefix.join("policy.toml"),
-        format!(
-            "[[rate_limit]]\nname = \"limited\"\n\
-             match = 'http.request.uri.path starts_with \"/limited\"'\n\
-             requests = {FLEET_LIMIT}\nperiod_secs = 60\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(prefix.join("html/private"), "private page\n").unwrap();
+    std::fs::write(prefix.join("policy.toml"), policy).unwrap();
     let port = free_port();
     let conf = format!(
         "load_module {};\nworker_processes 2;\nerror_log {p}/logs/error.log info;\n\
@@ -1510,6 +1515,166 @@ fn waf_fleet_shares_a_rate_limit_between_workers_through_real_redis() {
             t.elapsed()
         );
     }
+}
+
+/// One request on a new connection that lands on worker `pid` (probed with `/probe` on the
+/// same keep-alive connection, as [`get_on_worker`]), then `Connection: close`: the whole
+/// response. A POST when `body` is not empty.
+fn send_on_worker(port: u16, pid: &str, target: &str, cookie: &str, body: &str) -> String {
+    for _ in 0..200 {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        if keep_alive_get(&mut c, "/probe").1 != pid {
+            continue;
+        }
+        let method = if body.is_empty() { "GET" } else { "POST" };
+        let mut req = format!(
+            "{method} {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: waf-ffi-test/1.0\r\n\
+             Accept: text/html\r\nConnection: close\r\n"
+        );
+        if !cookie.is_empty() {
+            req.push_str(&format!("Cookie: {cookie}\r\n"));
+        }
+        if !body.is_empty() {
+            req.push_str(&format!(
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        c.write_all(req.as_bytes()).expect("write request");
+        let mut resp = Vec::new();
+        c.read_to_end(&mut resp)
+            .unwrap_or_else(|e| panic!("{method} {target}: connection not closed: {e}"));
+        let resp = String::from_utf8_lossy(&resp).to_string();
+        if let Some(w) = header(&resp, "X-Worker") {
+            assert_eq!(w, pid, "answered by another worker: {resp}");
+        }
+        return resp;
+    }
+    panic!("no connection reached worker {pid} in 200 tries");
+}
+
+fn status_of(resp: &str) -> u16 {
+    resp.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+const SIGNIN_FLEET_POLICY: &str = r#"
+[gates]
+keys = ["an nginx fleet test key of at least 32 bytes"]
+[gates.sign_in]
+match = 'http.request.uri.path == "/private"'
+allowed = ["alice@example.com"]
+max_attempts = 3
+"#;
+
+/// Longer than the sign-in's window with `interval=20ms` (two rounds and their round trips,
+/// `waf_redis::record`), with room for a loaded machine.
+const SIGNIN_WINDOW: Duration = Duration::from_millis(300);
+
+/// Asks worker `pid` for a code for alice: the code page, the form cookie, and the code
+/// from the `n`th mail.
+fn ask_code_on(port: u16, pid: &str, smtp: &Smtp, n: usize) -> (String, String, String) {
+    let form_page = send_on_worker(port, pid, "/.waf/sign-in?return_to=/private", "", "");
+    assert_eq!(status_of(&form_page), 200, "{form_page}");
+    let form = set_cookie(&form_page, "__waf_form").expect("the form cookie");
+    let body = format!(
+        "email=alice%40example.com&form_token={}&return_to=%2Fprivate",
+        enc(&input(&form_page, "form_token"))
+    );
+    let page = send_on_worker(port, pid, "/.waf/sign-in", &form, &body);
+    assert_eq!(status_of(&page), 200, "{page}");
+    let code = code_in(&smtp.mail(n));
+    (page, form, code)
+}
+
+/// Posts `code` from the code page `page` to worker `pid`: the response.
+fn post_code_on(port: u16, pid: &str, (page, form): (&str, &str), code: &str) -> String {
+    let body = format!(
+        "pending={}&code={code}&form_token={}&return_to=%2Fprivate",
+        enc(&input(page, "pending")),
+        enc(&input(page, "form_token"))
+    );
+    send_on_worker(port, pid, "/.waf/sign-in/code", form, &body)
+}
+
+/// Email-code sign-in over two nginx workers, with a real SMTP server and a real Redis:
+/// without `waf_fleet` a code asked for through one worker is unknown to the other; with
+/// it, the code signs in through the other worker, a sign-out through one worker makes the
+/// session cookie refused by the other, and wrong codes alternating between the workers hit
+/// the lockout after `max_attempts`, as on one worker.
+#[test]
+fn waf_fleet_shares_sign_in_between_workers_through_real_redis() {
+    let smtp_dir = custom_prefix("signin-fleet-smtp");
+    let smtp = Smtp::start(&smtp_dir);
+    let smtp_line = format!(
+        "waf_smtp 127.0.0.1:{} plain from=waf@example.com timeout=5s;",
+        smtp.port
+    );
+
+    // Without the fleet: each worker knows only its own codes.
+    let (n, pids) = start_two_workers_with("signin-nofleet", &smtp_line, SIGNIN_FLEET_POLICY);
+    let (page, form, code) = ask_code_on(n.port, &pids[0], &smtp, 1);
+    thread::sleep(SIGNIN_WINDOW);
+    let r = post_code_on(n.port, &pids[1], (&page, &form), &code);
+    assert_eq!(
+        status_of(&r),
+        403,
+        "a code unknown to the other worker: {r}"
+    );
+    drop(n);
+
+    let redis = redis_support::RedisServer::start();
+    let http = format!(
+        "{smtp_line} waf_fleet redis://127.0.0.1:{} namespace=signin-test interval=20ms;",
+        redis.port
+    );
+    let (n, pids) = start_two_workers_with("signin-fleet", &http, SIGNIN_FLEET_POLICY);
+    let port = n.port;
+    // Asked through worker 0, posted to worker 1.
+    let (page, form, code) = ask_code_on(port, &pids[0], &smtp, 2);
+    thread::sleep(SIGNIN_WINDOW);
+    let r = post_code_on(port, &pids[1], (&page, &form), &code);
+    assert_eq!(status_of(&r), 303, "{r}\n{}", n.error_log());
+    let session = set_cookie(&r, "__waf_session").expect("the session cookie");
+    for pid in &pids {
+        let r = send_on_worker(port, pid, "/private", &session, "");
+        assert!(
+            status_of(&r) == 200 && r.contains("private page"),
+            "worker {pid}: {r}"
+        );
+    }
+    // Signed out through worker 1: worker 0 refuses the cookie.
+    let out = send_on_worker(port, &pids[1], "/.waf/sign-out", &session, "");
+    assert_eq!(status_of(&out), 200, "{out}");
+    thread::sleep(SIGNIN_WINDOW);
+    let r = send_on_worker(port, &pids[0], "/private", &session, "");
+    assert_eq!(status_of(&r), 303, "a signed-out session let in: {r}");
+
+    // Wrong codes alternating between the workers: the third locks, whichever worker it
+    // reaches; then both refuse even the right code.
+    let (page, form, code) = ask_code_on(port, &pids[1], &smtp, 3);
+    thread::sleep(SIGNIN_WINDOW);
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let mut statuses = Vec::new();
+    for i in 0..4 {
+        let r = post_code_on(port, &pids[i % 2], (&page, &form), wrong);
+        statuses.push(status_of(&r));
+        thread::sleep(SIGNIN_WINDOW);
+    }
+    assert_eq!(statuses, [403, 403, 429, 429], "{}", n.error_log());
+    for pid in &pids {
+        let r = post_code_on(port, pid, (&page, &form), &code);
+        assert_eq!(status_of(&r), 429, "worker {pid} after the lockout: {r}");
+    }
+    // The state is in Redis, without the code or the address in clear.
+    let dump = redis.cli(&["HGETALL", "waf:{signin-test/rec}:h"]);
+    assert!(!dump.trim().is_empty(), "no sign-in record in Redis");
+    assert!(!dump.contains("alice"), "{dump}");
+    assert!(!dump.split_whitespace().any(|w| w == code), "{dump}");
+    let log = n.error_log();
+    assert!(!log.contains(&code), "the code is in the error log:\n{log}");
 }
 
 #[test]

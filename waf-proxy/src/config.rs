@@ -881,7 +881,7 @@ impl Config {
                 || h.bans.is_some()
                 || h.gates
                     .as_ref()
-                    .is_some_and(|g| !g.waiting_rooms.is_empty())
+                    .is_some_and(|g| !g.waiting_rooms.is_empty() || g.sign_in.is_some())
         });
         let fleet = crate::fleet::validate(path, text, state, shares);
         let mut config = Config::try_from((path, raw)).map_err(|mut e| {

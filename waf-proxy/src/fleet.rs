@@ -13,8 +13,10 @@
 //! ```
 //!
 //! Each host's policy state lives in the fleet's store for the host's label (its first
-//! name), so every proxy with the same config shares each host's buckets, bans and waiting
-//! rooms (one line and one count of visitors in for the fleet). The
+//! name), so every proxy with the same config shares each host's buckets, bans, waiting
+//! rooms (one line and one count of visitors in for the fleet) and sign-in (codes, attempts,
+//! lockouts, rate counters, sign-out revocations: a code sent by one proxy signs in through
+//! any other, `waf_redis::record`). The
 //! decisions stay local: no request waits on Redis (see the `waf_redis` crate docs for the
 //! accuracy and the failure policy). `[state]` is read at start only; a reload that changes
 //! it logs that a restart is needed. `/metrics` has `waf_proxy_fleet_*`.
@@ -69,7 +71,8 @@ pub enum Urls {
 }
 
 /// Checks `[state]` (spans into `text`); `Ok(None)` when there is none. `shares`: some
-/// host has rate limits, bans or a waiting room (otherwise `[state]` would have no effect).
+/// host has rate limits, bans, a waiting room or sign-in (otherwise `[state]` would have no
+/// effect).
 pub fn validate(
     path: &Path,
     text: &str,

@@ -1,5 +1,6 @@
-//! Fleet-wide state for `waf-core`'s native policy: rate limits and bans that hold across
-//! every node of a fleet, kept in Redis, Valkey or a Redis Cluster.
+//! Fleet-wide state for `waf-core`'s native policy: rate limits, bans, scores, waiting
+//! rooms and sign-in that hold across every node of a fleet, kept in Redis, Valkey or a
+//! Redis Cluster.
 //!
 //! # Overview
 //!
@@ -55,6 +56,14 @@
 //!   room and round); each node answers its requests from a mirror of what the rounds said
 //!   ([`line`] has the details, and what happens while Redis is down: nobody new is let
 //!   in, those in stay in).
+//! - **Email-code sign-in** (`[gates.sign_in]`): the codes sent (as keyed hashes), their
+//!   wrong attempts, lockouts, the per-address and per-IP counters, and sign-out
+//!   revocations. These are broadcast: a code asked for through one node must be known to
+//!   whichever node it is posted to, so every round sends this node's changes and reads
+//!   everyone's since its last read, in one Lua script per namespace; attempts add up in
+//!   Redis, a used code is consumed once there, and every node knows a change within
+//!   `2 × (interval + round trip)` ([`record`] has the merge rules and the brute-force
+//!   bound that window gives).
 //! - **Not shared**: lists, geo and reputation data (configuration, not state: give every
 //!   node the same).
 //!
@@ -79,7 +88,8 @@
 //! # Cost
 //!
 //! One round per interval: a `GET` of the ban-list version, one `EVAL` per bucket or score
-//! changed or watched, the ban changes; a node sends about `(1 + keys active within 2 s) / τ`
+//! changed or watched, the ban changes, one `EVAL` for the sign-in records of a namespace
+//! with sign-in (its changes, and the read of everyone's); a node sends about `(1 + keys active within 2 s) / τ`
 //! commands per second, whatever its request rate, at most
 //! [`DEFAULT_MAX_KEYS_PER_SYNC`] keys a round (the rest wait a round).
 //!
@@ -105,6 +115,7 @@
 
 mod config;
 pub mod line;
+pub mod record;
 mod store;
 pub mod sync;
 

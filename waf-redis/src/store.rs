@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use waf_core::policy::{Cell, LineOp, LineSpec, LineStatus, MemoryStore, Store, ValueKind};
 
 use crate::line::{LineBatch, Lines};
+use crate::record::RecOp;
 
 /// Shards of the pending maps (as many as the local store's).
 const SHARDS: usize = waf_core::policy::SHARDS;
@@ -92,6 +93,9 @@ struct Pending {
     /// the fleet's view of these, so that this node sees what the others add to a client
     /// it has just seen, before the client's next request.
     watch: HashMap<Box<[u8]>, (u64, ValueKind)>,
+    /// Shared record or count key -> what changed since the last reconciliation
+    /// ([`crate::record`]).
+    records: HashMap<Box<[u8]>, RecOp>,
 }
 
 /// What one reconciliation takes from a store.
@@ -105,6 +109,10 @@ pub(crate) struct Batch {
     pub(crate) scores: Vec<(Box<[u8]>, ScoreOp)>,
     /// Waiting rooms' news.
     pub(crate) lines: Vec<LineBatch>,
+    /// Shared records' and counts' changes.
+    pub(crate) records: Vec<(Box<[u8]>, RecOp)>,
+    /// The store holds shared records or counts: the round reads the fleet's changes.
+    pub(crate) reads_records: bool,
 }
 
 /// A [`Store`] for one namespace (one policy: a host of the proxy, one middleware) whose
@@ -277,11 +285,63 @@ impl FleetStore {
         lock(self.shard(key)).bans.insert(key.into(), op);
     }
 
+    fn note_record(&self, key: &[u8], op: RecOp) {
+        let mut p = lock(self.shard(key));
+        let room = p.records.len() < PER_SHARD;
+        match p.records.get_mut(key) {
+            Some(e) => *e = e.then(op),
+            None if room => {
+                p.records.insert(key.into(), op);
+            }
+            None => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether a shared record or count is declared (the round then reads the fleet's
+    /// changes every time, [`crate::record`]).
+    pub(crate) fn has_records(&self) -> bool {
+        let kinds = self.kinds.read().unwrap_or_else(|e| e.into_inner());
+        kinds
+            .iter()
+            .any(|(_, k)| matches!(k, ValueKind::Shared | ValueKind::Count))
+    }
+
+    /// Takes the fleet's value of a shared record or count (`None`: removed or expired)
+    /// into the local store, with this node's changes since the batch was taken on top.
+    pub(crate) fn apply_record(&self, key: &[u8], fleet: Option<Cell>, now: u64) {
+        if !matches!(
+            self.kind_of(key),
+            Some(ValueKind::Shared | ValueKind::Count)
+        ) {
+            return; // not (or no longer) declared here
+        }
+        let fleet = fleet.filter(|c| c.expires > now);
+        let pending = lock(self.shard(key)).records.get(key).copied();
+        let value = match pending {
+            None => fleet,
+            Some(op) => match op.over(fleet) {
+                Some(v) => v,
+                None => return,
+            },
+        };
+        match value {
+            Some(v) => {
+                self.local.update(key, now, &mut |_| Some(v));
+            }
+            None => {
+                self.local.remove(key);
+            }
+        }
+    }
+
     /// Takes what is pending (at most `max_keys` rate keys; the rest waits), and a request
     /// for the fleet's view of each key watched at `now` that has no change of its own.
     pub(crate) fn take(&self, max_keys: usize, now: u64) -> Batch {
         let mut b = Batch {
             lines: self.lines.take(now),
+            reads_records: self.has_records(),
             ..Batch::default()
         };
         for shard in self.pending.iter() {
@@ -308,6 +368,19 @@ impl FleetStore {
             }
             b.bans.extend(p.bans.drain());
             b.scores.extend(p.scores.drain());
+            if b.records.len() < max_keys {
+                if p.records.len() <= max_keys - b.records.len() {
+                    b.records.extend(p.records.drain());
+                } else {
+                    let room = max_keys - b.records.len();
+                    let keys: Vec<Box<[u8]>> = p.records.keys().take(room).cloned().collect();
+                    for k in keys {
+                        if let Some(op) = p.records.remove(&k) {
+                            b.records.push((k, op));
+                        }
+                    }
+                }
+            }
             if b.hits.len() >= max_keys {
                 continue;
             }
@@ -344,6 +417,15 @@ impl FleetStore {
                 Some(later) => *later = op.then(*later),
                 None => {
                     p.scores.insert(k, op);
+                }
+            }
+        }
+        for (k, op) in batch.records {
+            let mut p = lock(self.shard(&k));
+            match p.records.get_mut(&k) {
+                Some(later) => *later = op.then(*later),
+                None => {
+                    p.records.insert(k, op);
                 }
             }
         }
@@ -510,16 +592,43 @@ impl Store for FleetStore {
                 }
                 out
             }
+            Some(kind @ (ValueKind::Shared | ValueKind::Count)) => {
+                let mut op = None;
+                let out = self.local.update(key, now, &mut |c| {
+                    let new = f(c);
+                    op = RecOp::of(kind, c, new);
+                    new
+                });
+                if let Some(op) = op {
+                    self.note_record(key, op);
+                }
+                out
+            }
             _ => self.local.update(key, now, f),
         }
     }
 
     fn remove(&self, key: &[u8]) -> bool {
-        let was = self.local.remove(key);
-        if matches!(self.kind_of(key), Some(ValueKind::Ban)) {
-            self.note_ban(key, BanOp::Remove);
+        match self.kind_of(key) {
+            Some(ValueKind::Ban) => {
+                let was = self.local.remove(key);
+                self.note_ban(key, BanOp::Remove);
+                was
+            }
+            Some(kind @ ValueKind::Shared) => {
+                let mut op = None;
+                // The removed record's `a` makes the removal conditional in Redis.
+                self.local.update(key, 0, &mut |c| {
+                    op = RecOp::of(kind, c, None);
+                    None
+                });
+                if let Some(op) = op {
+                    self.note_record(key, op);
+                }
+                op.is_some()
+            }
+            _ => self.local.remove(key),
         }
-        was
     }
 
     fn scan(&self, prefix: &[u8], now: u64, f: &mut dyn FnMut(&[u8], Cell)) {

@@ -55,6 +55,7 @@ use crate::config::{
     FleetConfig, DEFAULT_MAX_KEYS_PER_SYNC, DEFAULT_TAG_BUCKETS, MAX_BACKOFF_MS, MIN_BACKOFF_MS,
 };
 use crate::line::{LineReply, LINE_LUA};
+use crate::record::RECORD_LUA;
 use crate::store::{BanOp, Batch, FleetStore};
 use crate::Shared;
 
@@ -177,6 +178,8 @@ impl Conn {
 const BAN_TAG: u32 = u32::MAX;
 /// The tag of the waiting rooms' keys (one slot for every key of a namespace's rooms).
 const LINE_TAG: u32 = u32::MAX - 1;
+/// The tag of the shared records' keys ([`crate::record`]).
+const RECORD_TAG: u32 = u32::MAX - 2;
 
 /// FNV-1a: the bucket of a key must be the same on every node.
 fn bucket(key: &[u8]) -> u32 {
@@ -227,6 +230,13 @@ impl Names {
         let mut k = self.head.clone();
         k.extend_from_slice(format!("wr}}:{what}:").as_bytes());
         k.extend_from_slice(room);
+        k
+    }
+    /// One of the shared records' keys ([`crate::record`]): `what` is `h` (the records),
+    /// `z` (change numbers), `t` (expiries) or `n` (the change counter).
+    fn record(&self, what: &str) -> Vec<u8> {
+        let mut k = self.head.clone();
+        k.extend_from_slice(format!("rec}}:{what}").as_bytes());
         k
     }
     fn version(&self) -> Vec<u8> {
@@ -317,6 +327,35 @@ fn line_reply(v: Value) -> LineReply {
     }
 }
 
+/// Applies the records script's answer ([`RECORD_LUA`]) to `store`; the change number to
+/// read from next round.
+fn apply_records(store: &FleetStore, v: Value, since: u64, now: u64) -> u64 {
+    let Value::Array(parts) = v else {
+        return since;
+    };
+    let mut it = parts.into_iter();
+    let top = it.next().as_ref().and_then(int).unwrap_or(0).max(0) as u64;
+    let Some(Value::Array(entries)) = it.next() else {
+        return since;
+    };
+    let full = entries.len() >= 3 * DEFAULT_MAX_KEYS_PER_SYNC;
+    let mut last = if top < since { 0 } else { since };
+    let mut entries = entries.into_iter();
+    while let (Some(k), Some(n), Some(v)) = (entries.next(), entries.next(), entries.next()) {
+        let (Some(k), Some(n), Some(v)) = (bytes(k), int(&n), bytes(v)) else {
+            continue;
+        };
+        store.apply_record(&k, crate::record::parse(&v), now);
+        last = last.max(n.max(0) as u64);
+    }
+    // Truncated: go on from the last change read; else everything up to `top` is read.
+    if full {
+        last
+    } else {
+        top
+    }
+}
+
 fn unix_nanos() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -328,6 +367,8 @@ fn unix_nanos() -> u64 {
 struct NsState {
     /// The ban list version last applied.
     version: Option<i64>,
+    /// The last change number of the shared records read (0: read them all).
+    records_since: u64,
 }
 
 /// What one round asks of Redis for one store, and where the replies go.
@@ -337,6 +378,7 @@ enum Reply {
     Tat(usize, usize),
     Score(usize, usize),
     Line(usize, usize),
+    Records(usize),
 }
 
 /// The task body: runs until the [`crate::Fleet`] is dropped.
@@ -520,6 +562,30 @@ async fn round(
         }
     }
     for (si, batch) in batches.iter().enumerate() {
+        if !batch.reads_records {
+            continue;
+        }
+        let names = Names::new(&shared.config.prefix, &stores[si].namespace);
+        let st = states.entry(stores[si].namespace.clone()).or_default();
+        if fresh {
+            st.records_since = 0;
+        }
+        let mut c = redis::cmd("EVAL");
+        c.arg(RECORD_LUA).arg(4);
+        for what in ["h", "z", "t", "n"] {
+            c.arg(names.record(what));
+        }
+        c.arg(now)
+            .arg(st.records_since)
+            .arg(DEFAULT_MAX_KEYS_PER_SYNC);
+        for (key, op) in &batch.records {
+            let (letter, x, y, expires) = op.args();
+            c.arg(letter).arg(&key[..]).arg(x).arg(y).arg(expires);
+        }
+        cmds.push((RECORD_TAG, c));
+        replies.push(Reply::Records(si));
+    }
+    for (si, batch) in batches.iter().enumerate() {
         let names = Names::new(&shared.config.prefix, &stores[si].namespace);
         for (li, b) in batch.lines.iter().enumerate() {
             let mut c = redis::cmd("EVAL");
@@ -569,6 +635,11 @@ async fn round(
                     let (key, op) = &batches[si].scores[i];
                     stores[si].apply_score(key, op.half_life, points.max(0) as f64, now);
                 }
+            }
+            Reply::Records(si) => {
+                let store = &stores[si];
+                let st = states.entry(store.namespace.clone()).or_default();
+                st.records_since = apply_records(store, value, st.records_since, now);
             }
             Reply::Line(si, li) => {
                 let b = &batches[si].lines[li];

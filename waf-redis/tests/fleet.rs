@@ -5,6 +5,9 @@
 #[path = "support/redis.rs"]
 mod support;
 
+#[path = "fleet_signin/mod.rs"]
+mod signin;
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

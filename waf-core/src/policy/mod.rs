@@ -374,6 +374,9 @@ impl Policy {
             self.store
                 .declare(&[scoring::KIND], ValueKind::Score { half_life });
         }
+        if let Some(g) = &self.gates {
+            g.declare(&*self.store);
+        }
     }
 
     /// Fields that would always read empty are errors: an option without effect.

@@ -162,6 +162,20 @@ pub enum ValueKind {
         /// The half-life of a score, in nanoseconds.
         half_life: u64,
     },
+    /// A record every node of a fleet must know at once, whatever node the client asks
+    /// next (the sign-in's codes, lockouts and sign-out revocations, [`super::gate`]): `a`
+    /// says what the record is (a code's keyed hash; 1 for a flag), `b` counts events on it
+    /// (a code's wrong attempts). A fleet store publishes a record written or replaced
+    /// (last writer wins), what was added to `b` (added to the fleet's `b` only while the
+    /// fleet's record has the same `a`, so attempts on an older code never count against a
+    /// newer one), and a removal, which removes only the record with the same `a` (a used
+    /// code is consumed, a newer one written elsewhere stays).
+    Shared,
+    /// A fixed-window count every node of a fleet must know at once (the sign-in's codes
+    /// sent per address and per IP, wrong codes per IP): `a` is the count, `expires` the end
+    /// of the window. A fleet store publishes what it added; the fleet's count is the sum
+    /// over the nodes, in the window of the first node that counted.
+    Count,
 }
 
 /// Bits of a score cell's `a` that hold its points ([`ValueKind::Score`]).

@@ -299,6 +299,14 @@ impl Gates {
         })
     }
 
+    /// Tells the store what the gates keep in it ([`Store::declare`]): the sign-in's
+    /// records and counters (the waiting rooms go through [`Store::line`]).
+    pub(crate) fn declare(&self, store: &dyn Store) {
+        if self.sign_in.is_some() {
+            signin::SignIn::declare(store);
+        }
+    }
+
     /// Whether `path` (raw, without query) is one of the gate endpoints' prefix.
     pub(crate) fn is_gate_path(&self, path: &[u8]) -> bool {
         path.starts_with(self.prefix.as_bytes())

@@ -31,6 +31,30 @@
 //! (wrong codes per IP), `si\0rev` + session id (signed out: refused until the session
 //! would have expired). Checking a session is one MAC and one store read (the revocation).
 //! Messages and logs name neither the code nor the cookie.
+//!
+//! # Fleets
+//!
+//! [`SignIn::declare`] tells the store that the code, the lockout and the revocations are
+//! [`ValueKind::Shared`] records and the rate counters [`ValueKind::Count`]s. The in-memory
+//! store ignores it: on one process nothing changes. A store shared by a fleet (`waf-redis`:
+//! every nginx worker and server with `waf_fleet`, every proxy with `[state]`) publishes every
+//! change to every node, so a code asked for through one node signs in through any other,
+//! a sign-out holds everywhere, and attempts and rate counts add up over the nodes. No
+//! request waits on Redis: each node decides on its mirror, and the mirrors agree within one
+//! window (`≤ 2 × (interval + round trip)`, ≈ 0.2 s by default). How a race within the
+//! window ends is decided on purpose (`waf_redis::record` has the details):
+//!
+//! - wrong attempts on one code are added up atomically in Redis (only while the fleet's
+//!   code is that code); a guesser spreading over `n` nodes faster than the window gets at
+//!   most `n × max_attempts` guesses on a code (the limit exceeded by at most
+//!   `(n − 1) × max_attempts`, once), then the shared lockout holds everywhere; slower than
+//!   the window, exactly `max_attempts`. The same holds for the per-IP and per-address
+//!   limits;
+//! - a right code is consumed where it is accepted, and the removal (of that code only, a
+//!   newer one survives) reaches every node within the window: the same right code posted to
+//!   two nodes within it signs in on both, which only its holder can do;
+//! - a code is unknown to the other nodes for up to one window after it was sent, and a
+//!   revoked session still passes there for up to one window.
 
 use http::StatusCode;
 use serde::Deserialize;
@@ -42,11 +66,20 @@ use crate::host::pages::PageKind;
 use crate::policy::error::{PolicyError, PolicyErrorKind};
 use crate::policy::expr::fields::Context;
 use crate::policy::expr::Expr;
-use crate::policy::state::{Cell, Store};
+use crate::policy::state::{Cell, Store, ValueKind};
 use crate::policy::{PolicyEffects, Request, NANOS};
 use crate::verdict::Intervention;
 
 pub(crate) const SESSION_COOKIE: &str = "__waf_session";
+
+/// Store key prefixes (each followed by the address's keyed hash, the client IP's bytes or
+/// the session id), and what they hold ([`SignIn::declare`]).
+const CODE: &[u8] = b"si\0code";
+const LOCK: &[u8] = b"si\0lock";
+const SENT: &[u8] = b"si\0sent";
+const IP_SENT: &[u8] = b"si\0ipsent";
+const IP_FAIL: &[u8] = b"si\0ipfail";
+const REVOKED: &[u8] = b"si\0rev";
 
 /// `[gates.sign_in]`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -218,6 +251,19 @@ impl SignIn {
         })
     }
 
+    /// Tells the store what the sign-in keeps: codes, lockouts and revocations are
+    /// [`ValueKind::Shared`] records, the rate counters [`ValueKind::Count`]s, so that a
+    /// store shared by a fleet (every nginx worker, every node) publishes them to every
+    /// node (see the module docs, "Fleets").
+    pub(crate) fn declare(store: &dyn Store) {
+        for p in [CODE, LOCK, REVOKED] {
+            store.declare(p, ValueKind::Shared);
+        }
+        for p in [SENT, IP_SENT, IP_FAIL] {
+            store.declare(p, ValueKind::Count);
+        }
+    }
+
     fn allowed(&self, email: &str) -> bool {
         let domain = email.rsplit_once('@').map_or("", |(_, d)| d);
         self.addresses.iter().any(|a| a == email) || self.domains.iter().any(|d| d == domain)
@@ -273,7 +319,7 @@ impl SignIn {
     }
 
     fn revoked(&self, store: &dyn Store, sid: &[u8], now: u64) -> bool {
-        let mut k = b"si\0rev".to_vec();
+        let mut k = REVOKED.to_vec();
         k.extend_from_slice(sid);
         store.update(&k, now, &mut |c| c).is_some()
     }
@@ -402,12 +448,12 @@ impl SignIn {
         }
         let now = req.now;
         let window = self.window * NANOS;
-        let ip_key = ip_key(b"si\0ipsent", req.client);
+        let ip_key = ip_key(IP_SENT, req.client);
         let addr = self.address_key(g, &email);
         if !bump(store, &ip_key, now, window, self.per_ip)
             || !bump(
                 store,
-                &[b"si\0sent".as_slice(), &addr].concat(),
+                &[SENT, &addr].concat(),
                 now,
                 window,
                 self.per_address,
@@ -433,7 +479,7 @@ impl SignIn {
         let code = format!("{n:06}");
         let hash = self.code_hash(g, &email, &code);
         let expires = now + self.code_ttl * NANOS;
-        store.update(&[b"si\0code".as_slice(), &addr].concat(), now, &mut |_| {
+        store.update(&[CODE, &addr].concat(), now, &mut |_| {
             Some(Cell {
                 a: hash,
                 b: 0,
@@ -502,14 +548,14 @@ impl SignIn {
         }
         let now = req.now;
         let addr = self.address_key(g, &email);
-        let ip_fail = ip_key(b"si\0ipfail", req.client);
+        let ip_fail = ip_key(IP_FAIL, req.client);
         if self.locked(store, &addr, now) || over(store, &ip_fail, now, self.attempts_per_ip) {
             return page(Refusal::Locked, StatusCode::TOO_MANY_REQUESTS);
         }
         let code = form::field(body, "code").unwrap_or_default();
         let code = String::from_utf8_lossy(code.trim_ascii()).into_owned();
         let hash = self.code_hash(g, &email, &code);
-        let code_key = [b"si\0code".as_slice(), &addr].concat();
+        let code_key = [CODE, &addr].concat();
         let max = u64::from(self.max_attempts);
         let mut outcome = Refusal::Expired;
         let mut right = false;
@@ -534,7 +580,7 @@ impl SignIn {
             }
             if outcome == Refusal::Locked {
                 let until = now + self.lockout * NANOS;
-                store.update(&[b"si\0lock".as_slice(), &addr].concat(), now, &mut |_| {
+                store.update(&[LOCK, &addr].concat(), now, &mut |_| {
                     Some(Cell {
                         a: 1,
                         b: 0,
@@ -562,7 +608,7 @@ impl SignIn {
         if let Some(v) = cookie(req, SESSION_COOKIE) {
             if let Ok(d) = g.verify(Purpose::Session, req, v) {
                 if d.len() >= 16 {
-                    let mut k = b"si\0rev".to_vec();
+                    let mut k = REVOKED.to_vec();
                     k.extend_from_slice(&d[..16]);
                     let until = req.now + self.session_ttl * NANOS;
                     store.update(&k, req.now, &mut |_| {
@@ -591,7 +637,7 @@ impl SignIn {
 
     fn locked(&self, store: &dyn Store, addr: &[u8], now: u64) -> bool {
         store
-            .update(&[b"si\0lock".as_slice(), addr].concat(), now, &mut |c| c)
+            .update(&[LOCK, addr].concat(), now, &mut |c| c)
             .is_some()
     }
 
