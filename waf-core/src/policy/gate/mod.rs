@@ -319,8 +319,18 @@ impl Gates {
             std::net::IpAddr::V4(v) => v.to_ipv6_mapped().octets(),
             std::net::IpAddr::V6(v) => v.octets(),
         };
-        self.keys
-            .derive(label, &[&n.to_be_bytes(), &req.now.to_be_bytes(), &ip])
+        // The process id too: nginx forks its workers from one engine, so each starts
+        // with the same counter, and two workers must never derive the same nonce.
+        let pid = std::process::id();
+        self.keys.derive(
+            label,
+            &[
+                &n.to_be_bytes(),
+                &pid.to_be_bytes(),
+                &req.now.to_be_bytes(),
+                &ip,
+            ],
+        )
     }
 
     pub(crate) fn client<'a>(&self, req: &Request<'a>) -> token::Client<'a> {
