@@ -257,6 +257,16 @@ struct Pool {
     servers: Vec<(Authority, bool)>,
     /// Check-ins so far (the idle limit is enforced every [`TRIM_EVERY`]).
     checkins: u32,
+    /// Plain TCP connections of the plain HTTP/1 path ([`crate::proxy::h1`]), which writes
+    /// and reads the upstream's bytes itself: oldest first, as `idle`.
+    raw: VecDeque<RawIdle>,
+}
+
+/// One pooled plain connection of the plain HTTP/1 path.
+struct RawIdle {
+    authority: Authority,
+    stream: TcpStream,
+    since: Instant,
 }
 
 thread_local! {
@@ -333,6 +343,7 @@ fn pool_index(
             idle: VecDeque::new(),
             servers: Vec::new(),
             checkins: 0,
+            raw: VecDeque::new(),
         });
         pools.len() - 1
     })
@@ -397,6 +408,99 @@ fn checkin(pool: usize, authority: &Authority, https: bool, sender: SendRequest<
             pool.trim();
         }
     })
+}
+
+/// The calling worker's pool for an upstream's client key (created on first use), for the
+/// `raw_*` functions below.
+pub(crate) fn raw_pool(
+    key: &ClientKey,
+    u: &UpstreamConfig,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> usize {
+    pool_index(key, u, tls)
+}
+
+/// A pooled plain connection to `authority` that is still open, and how long it was idle;
+/// closed and expired ones are dropped on the way. Open means: no readiness since its last
+/// response, or a read that would block (a closed one reads end of file; one with bytes
+/// nobody asked for is not reused either).
+pub(crate) fn raw_checkout(pool: usize, authority: &Authority) -> Option<(TcpStream, Duration)> {
+    POOLS.with(|p| {
+        let mut pools = p.borrow_mut();
+        let pool = &mut pools[pool];
+        let now = Instant::now();
+        // Newest first: the most recently used are the least likely to have been closed.
+        let mut i = pool.raw.len();
+        while i > 0 {
+            i -= 1;
+            let idle = now.duration_since(pool.raw[i].since);
+            if idle > pool.idle_timeout {
+                pool.raw.remove(i);
+                continue;
+            }
+            if pool.raw[i].authority != *authority {
+                continue;
+            }
+            let c = pool.raw.remove(i)?;
+            if is_open(&c.stream) {
+                return Some((c.stream, idle));
+            }
+        }
+        None
+    })
+}
+
+/// Whether an idle connection can take a request: nothing became readable since its last
+/// response was read (no system call), or a read would block.
+fn is_open(s: &TcpStream) -> bool {
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    match s.poll_read_ready(&mut cx) {
+        Poll::Pending => true,
+        Poll::Ready(Err(_)) => false,
+        Poll::Ready(Ok(())) => {
+            let mut b = [0u8; 1];
+            matches!(s.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        }
+    }
+}
+
+/// Puts a plain connection back after its response was read whole.
+pub(crate) fn raw_checkin(pool: usize, authority: &Authority, stream: TcpStream) {
+    POOLS.with(|p| {
+        let mut pools = p.borrow_mut();
+        let pool = &mut pools[pool];
+        if pool.max_idle == 0 {
+            return;
+        }
+        if !pool.servers.iter().any(|(a, t)| !*t && a == authority) {
+            pool.servers.push((authority.clone(), false));
+        }
+        pool.raw.push_back(RawIdle {
+            authority: authority.clone(),
+            stream,
+            since: Instant::now(),
+        });
+        let cap = pool.max_idle.saturating_mul(pool.servers.len().max(1));
+        while pool.raw.len() > cap {
+            pool.raw.pop_front();
+        }
+    })
+}
+
+/// Opens a plain connection to `authority` with the pool's connector (its connect timeout,
+/// `TCP_NODELAY`, the connection counter).
+pub(crate) async fn raw_connect(pool: usize, authority: &Authority) -> Result<TcpStream, BoxError> {
+    let mut connector = POOLS.with(|p| p.borrow()[pool].connector.clone());
+    let uri = Uri::builder()
+        .scheme("http")
+        .authority(authority.clone())
+        .path_and_query("/")
+        .build()?;
+    let io = tower_service::Service::call(&mut connector, uri).await?;
+    match io.into_inner() {
+        UpstreamStream::Plain(s) => Ok(s),
+        UpstreamStream::Tls(_) => Err(BoxError::from("a TLS stream for a plain server")),
+    }
 }
 
 /// How long a pooled connection must have been idle before a request it loses is sent again

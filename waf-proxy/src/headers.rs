@@ -231,8 +231,7 @@ impl PeerText {
 /// Adds the host's `Secure`/`HttpOnly`/`SameSite` attributes to each `Set-Cookie` that
 /// lacks them. `Secure` is added on HTTPS responses only (browsers drop it otherwise).
 pub fn harden_cookies(h: &mut HeaderMap, host: &HostConfig, https: bool) {
-    let secure = host.cookie_secure && https;
-    if !secure && !host.cookie_http_only && host.cookie_same_site.is_none() {
+    if !hardens_cookies(host, https) {
         return;
     }
     let cookies: Vec<HeaderValue> = h.get_all(header::SET_COOKIE).iter().cloned().collect();
@@ -241,40 +240,52 @@ pub fn harden_cookies(h: &mut HeaderMap, host: &HostConfig, https: bool) {
     }
     h.remove(header::SET_COOKIE);
     for c in cookies {
-        let mut s = c.as_bytes().to_vec();
-        let attrs: Vec<String> = c
-            .as_bytes()
-            .split(|b| *b == b';')
-            .skip(1)
-            .map(|a| {
-                let a = String::from_utf8_lossy(a);
-                let name = a
-                    .split('=')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase();
-                name
-            })
-            .collect();
-        let has = |n: &str| attrs.iter().any(|a| a == n);
-        if secure && !has("secure") {
-            s.extend_from_slice(b"; Secure");
-        }
-        if host.cookie_http_only && !has("httponly") {
-            s.extend_from_slice(b"; HttpOnly");
-        }
-        if let Some(ss) = host.cookie_same_site {
-            if !has("samesite") {
-                s.extend_from_slice(b"; SameSite=");
-                s.extend_from_slice(ss.as_str().as_bytes());
-            }
-        }
-        match HeaderValue::from_bytes(&s) {
-            Ok(v) => h.append(header::SET_COOKIE, v),
-            Err(_) => h.append(header::SET_COOKIE, c),
+        let hardened = harden_cookie(c.as_bytes(), host, https);
+        match hardened.and_then(|s| HeaderValue::from_bytes(&s).ok()) {
+            Some(v) => h.append(header::SET_COOKIE, v),
+            None => h.append(header::SET_COOKIE, c),
         };
     }
+}
+
+/// Whether [`harden_cookie`] can change anything for `host`.
+pub fn hardens_cookies(host: &HostConfig, https: bool) -> bool {
+    (host.cookie_secure && https) || host.cookie_http_only || host.cookie_same_site.is_some()
+}
+
+/// One `Set-Cookie` value with the attributes [`harden_cookies`] adds; `None` when it
+/// already has them all.
+pub fn harden_cookie(c: &[u8], host: &HostConfig, https: bool) -> Option<Vec<u8>> {
+    let secure = host.cookie_secure && https;
+    let attrs: Vec<String> = c
+        .split(|b| *b == b';')
+        .skip(1)
+        .map(|a| {
+            let a = String::from_utf8_lossy(a);
+            let name = a
+                .split('=')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            name
+        })
+        .collect();
+    let has = |n: &str| attrs.iter().any(|a| a == n);
+    let mut s = c.to_vec();
+    if secure && !has("secure") {
+        s.extend_from_slice(b"; Secure");
+    }
+    if host.cookie_http_only && !has("httponly") {
+        s.extend_from_slice(b"; HttpOnly");
+    }
+    if let Some(ss) = host.cookie_same_site {
+        if !has("samesite") {
+            s.extend_from_slice(b"; SameSite=");
+            s.extend_from_slice(ss.as_str().as_bytes());
+        }
+    }
+    (s.len() != c.len()).then_some(s)
 }
 
 #[cfg(test)]

@@ -268,10 +268,10 @@ async fn accept_loop(args: LoopArgs, l: StdListener, tls: Option<TlsAcceptor>) {
         tokio::spawn(serve_conn(
             shared.clone(),
             stream,
-            peer,
-            local,
+            (peer, local),
             tls.clone(),
             watcher,
+            stop.clone(),
         ));
     }
 }
@@ -279,10 +279,10 @@ async fn accept_loop(args: LoopArgs, l: StdListener, tls: Option<TlsAcceptor>) {
 async fn serve_conn(
     shared: Arc<Shared>,
     stream: TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
+    (peer, local): (SocketAddr, SocketAddr),
     tls: Option<TlsAcceptor>,
     watcher: Watcher,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let (header_timeout, limits) = {
         let state = shared.state.load();
@@ -317,8 +317,16 @@ async fn serve_conn(
                 ledger: Some(ledger.clone()),
                 peer_text: crate::headers::PeerText::new(peer.ip()),
             });
+            // Our own HTTP/1 handling while the requests are plain; the rest of the
+            // connection, from the first request that is not, goes to hyper.
+            let mut stream = stream;
+            let handed = proxy::h1::serve(&ctx, &mut stream, limits, header_timeout, &mut stop);
+            let (read, first) = match handed.await {
+                proxy::h1::Outcome::Closed => return,
+                proxy::h1::Outcome::HandOver { read, first } => (read, first),
+            };
             let svc = service_fn(move |req| proxy::handle(req, ctx.clone()));
-            let mut guarded = Guarded::new(stream, limits, ledger);
+            let mut guarded = Guarded::with_read(stream, limits, ledger, &read, first);
             if !matches!(
                 tokio::time::timeout(header_timeout, guarded.first_head()).await,
                 Ok(Ok(()))

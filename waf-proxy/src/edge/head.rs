@@ -6,6 +6,8 @@
 //! table of decisions is in the crate README ("HTTP edge cases"); each arm below cites the
 //! rule it follows.
 
+use std::ops::Range;
+
 use bytes::Bytes;
 
 /// How many bytes of a head are accepted, its request line and header count: the limits
@@ -133,13 +135,41 @@ pub enum Checked {
 /// Decides on `head` (the bytes up to and including the empty line; bare LF line ends are
 /// accepted, as nginx does).
 pub fn check(head: &[u8], limits: &HeadLimits) -> Checked {
-    match check_inner(head, limits) {
+    match check_inner(head, limits, None) {
         Ok(c) => c,
         Err(r) => Checked::Refuse(r),
     }
 }
 
-fn check_inner(head: &[u8], limits: &HeadLimits) -> Result<Checked, Reason> {
+/// Where the parts of a head are, as byte ranges into it: what [`check_spans`] found on
+/// its way, so the request path does not parse the head again.
+#[derive(Debug, Default)]
+pub struct Spans {
+    /// The method.
+    pub method: Range<usize>,
+    /// The request target as sent.
+    pub target: Range<usize>,
+    /// The request is HTTP/1.0.
+    pub http10: bool,
+    /// Each field's name and value (the value without surrounding blanks), in order.
+    pub fields: Vec<(Range<usize>, Range<usize>)>,
+}
+
+/// [`check`], also filling `spans` (cleared first; complete only when the answer is
+/// [`Checked::Pass`]).
+pub fn check_spans(head: &[u8], limits: &HeadLimits, spans: &mut Spans) -> Checked {
+    spans.fields.clear();
+    match check_inner(head, limits, Some(spans)) {
+        Ok(c) => c,
+        Err(r) => Checked::Refuse(r),
+    }
+}
+
+fn check_inner(
+    head: &[u8],
+    limits: &HeadLimits,
+    mut spans: Option<&mut Spans>,
+) -> Result<Checked, Reason> {
     if head.len() > limits.max_head {
         return Err(Reason::HeadTooLarge);
     }
@@ -178,6 +208,13 @@ fn check_inner(head: &[u8], limits: &HeadLimits) -> Result<Checked, Reason> {
         }
         _ => return Err(Reason::BadRequestLine),
     };
+    if let Some(sp) = spans.as_deref_mut() {
+        let m = offset_in(head, method);
+        sp.method = m..m + method.len();
+        let t = offset_in(head, target);
+        sp.target = t..t + target.len();
+        sp.http10 = http10;
+    }
 
     let (mut count, mut cl, mut te, mut hosts) = (0usize, None::<u64>, 0usize, 0usize);
     let mut cl_seen = false;
@@ -206,6 +243,11 @@ fn check_inner(head: &[u8], limits: &HeadLimits) -> Result<Checked, Reason> {
         // RFC 9110 §5.5: field-vchar / obs-text / SP / HTAB; CR, LF and NUL are invalid.
         if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
             return Err(Reason::BadHeaderValue);
+        }
+        if let Some(sp) = spans.as_deref_mut() {
+            let n = offset_in(head, name);
+            let v = offset_in(head, value);
+            sp.fields.push((n..n + name.len(), v..v + value.len()));
         }
         if name.eq_ignore_ascii_case(b"content-length") {
             if cl_seen {
@@ -391,7 +433,10 @@ fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
 
 fn trim(v: &[u8]) -> &[u8] {
     let start = v.iter().position(|&b| b != b' ' && b != b'\t');
-    let Some(start) = start else { return &[] };
+    // An empty value stays inside `v` (its offset is used by `check_spans`).
+    let Some(start) = start else {
+        return &v[v.len()..];
+    };
     let end = v
         .iter()
         .rposition(|&b| b != b' ' && b != b'\t')

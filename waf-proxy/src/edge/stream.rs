@@ -90,6 +90,23 @@ impl<S> Guarded<S> {
         }
     }
 
+    /// Wraps `inner` whose first bytes, `read`, were already taken from it: a connection the
+    /// plain HTTP/1 path ([`crate::proxy::h1`]) hands over at a request head. `first` says
+    /// whether that head is the connection's first (which may be the HTTP/2 preface).
+    pub fn with_read(
+        inner: S,
+        limits: HeadLimits,
+        ledger: Arc<Ledger>,
+        read: &[u8],
+        first: bool,
+    ) -> Guarded<S> {
+        let mut g = Guarded::new(inner, limits, ledger);
+        g.raw.extend_from_slice(read);
+        g.state = State::Head { first };
+        g.advance();
+        g
+    }
+
     /// Moves what can be decided from `raw` to `out`. Returns whether anything moved.
     fn advance(&mut self) -> bool {
         let before = self.raw.len();
@@ -331,7 +348,7 @@ fn after_line(state: &State, line: &[u8]) -> State {
 }
 
 /// The end of the head (after its empty line), accepting bare LF.
-fn head_end(b: &[u8]) -> Option<usize> {
+pub(crate) fn head_end(b: &[u8]) -> Option<usize> {
     let mut i = 0;
     // Leading empty lines (RFC 9112 §2.2) do not end a head.
     while i < b.len() && (b[i] == b'\r' || b[i] == b'\n') {

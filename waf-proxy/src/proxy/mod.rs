@@ -27,6 +27,7 @@
 
 mod body;
 mod gate;
+pub mod h1;
 mod logging;
 mod request;
 mod response;

@@ -8,6 +8,7 @@ mod crs;
 mod edge;
 mod health;
 mod ml;
+mod plain;
 mod reload;
 mod tls;
 mod upstream_tls;
