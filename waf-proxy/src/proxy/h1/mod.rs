@@ -308,7 +308,8 @@ fn plan(
             Name::XForwardedFor | Name::Forwarded => false,
             Name::XForwardedProto | Name::XForwardedHost => !cfg.x_forwarded,
             _ => {
-                !name.eq_ignore_ascii_case(id_name) && !(named && is_named(head, &sp.fields, name))
+                let replaced = named && is_named(head, &sp.fields, name);
+                !(name.eq_ignore_ascii_case(id_name) || replaced)
             }
         };
         if keep {
