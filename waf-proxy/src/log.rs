@@ -109,12 +109,9 @@ fn write_loop(name: &str, rx: Receiver<Vec<u8>>, out: Box<dyn Write + Send>, dro
     }
 }
 
-/// Formats `t` as RFC 3339 UTC with milliseconds (`2026-11-30T11:05:19.123Z`).
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil from days (H. Hinnant's algorithm).
+/// The (year, month 1-12, day 1-31) of `days` since 1970-01-01 (H. Hinnant's
+/// civil-from-days algorithm).
+pub(crate) fn civil_from_days(days: u64) -> (i64, i64, i64) {
     let z = days as i64 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -123,7 +120,15 @@ pub fn rfc3339(t: SystemTime) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// Formats `t` as RFC 3339 UTC with milliseconds (`2026-11-30T11:05:19.123Z`).
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
         rem / 3600,

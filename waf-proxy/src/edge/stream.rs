@@ -369,7 +369,7 @@ pub(crate) fn head_end(b: &[u8]) -> Option<usize> {
 }
 
 /// The size of a chunk-size line (hex, then optional `;ext`), at most 15 hex digits.
-fn chunk_size(line: &[u8]) -> Option<u64> {
+pub(crate) fn chunk_size(line: &[u8]) -> Option<u64> {
     let hex_len = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
     if hex_len == 0 || hex_len > 15 {
         return None;

@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use crate::edge::stream::chunk_size;
+
 /// Longest chunk-size or trailer line accepted (as the edge follows them).
 const MAX_CHUNK_LINE: usize = 4096;
 
@@ -110,21 +112,6 @@ impl Chunked {
     }
 }
 
-/// The size of a chunk-size line (hex, then optional `;ext`), at most 15 hex digits.
-fn chunk_size(line: &[u8]) -> Option<u64> {
-    let hex_len = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if hex_len == 0 || hex_len > 15 {
-        return None;
-    }
-    let rest = &line[hex_len..];
-    if !(rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t')) {
-        return None;
-    }
-    Some(line[..hex_len].iter().fold(0u64, |n, &d| {
-        n * 16 + u64::from((d as char).to_digit(16).unwrap_or(0))
-    }))
-}
-
 /// Appends `v` in lower-case hex.
 pub(super) fn push_hex(out: &mut Vec<u8>, v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -158,16 +145,7 @@ pub(super) fn http_date(secs: u64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil from days (H. Hinnant's algorithm, as `log::rfc3339`).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::log::civil_from_days(days);
     format!(
         "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
         DAYS[(days % 7) as usize],
