@@ -313,10 +313,7 @@ fn plan(
             }
         };
         if keep {
-            out.extend_from_slice(name);
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(&head[v.clone()]);
-            out.extend_from_slice(b"\r\n");
+            wire::push_field(out, name, &head[v.clone()]);
         }
     }
     let peer = &conn.peer_text;
@@ -339,10 +336,7 @@ fn plan(
         out.extend_from_slice(b"\r\n");
     }
     let request_id = fallback_id();
-    out.extend_from_slice(id_name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(request_id.as_bytes());
-    out.extend_from_slice(b"\r\n");
+    wire::push_field(out, id_name, request_id.as_bytes());
     match framing {
         Framing::Length(n) => {
             out.extend_from_slice(b"content-length: ");
@@ -882,10 +876,7 @@ fn response_head(
             Name::ContentLength if framing != Out::None => continue,
             Name::SetCookie if harden => {
                 let v = crate::headers::harden_cookie(value, &host.config, false);
-                out.extend_from_slice(name);
-                out.extend_from_slice(b": ");
-                out.extend_from_slice(v.as_deref().unwrap_or(value));
-                out.extend_from_slice(b"\r\n");
+                wire::push_field(out, name, v.as_deref().unwrap_or(value));
                 continue;
             }
             _ => {}
@@ -893,10 +884,7 @@ fn response_head(
         if name.eq_ignore_ascii_case(id_name) || (named && is_named(buf, &r.fields, name)) {
             continue;
         }
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
+        wire::push_field(out, name, value);
     }
     // RFC 9110 §6.6.1: a response forwarded without `Date` gets one.
     if !r
@@ -915,16 +903,10 @@ fn response_head(
             .iter()
             .any(|(f, _)| buf[f.clone()].eq_ignore_ascii_case(n))
         {
-            out.extend_from_slice(n);
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(v.as_bytes());
-            out.extend_from_slice(b"\r\n");
+            wire::push_field(out, n, v.as_bytes());
         }
     }
-    out.extend_from_slice(id_name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(request_id.as_bytes());
-    out.extend_from_slice(b"\r\n");
+    wire::push_field(out, id_name, request_id.as_bytes());
     match framing {
         Out::Length(n) => {
             out.extend_from_slice(b"content-length: ");
@@ -1064,10 +1046,7 @@ async fn write_generated(
         if *n == http::header::CONTENT_LENGTH || *n == http::header::CONNECTION {
             continue;
         }
-        out.extend_from_slice(n.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(v.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        wire::push_field(out, n.as_str().as_bytes(), v.as_bytes());
     }
     out.extend_from_slice(b"content-length: ");
     wire::push_dec(out, body.len() as u64);

@@ -112,6 +112,14 @@ impl Chunked {
     }
 }
 
+/// Appends a header field line `name: value\r\n`.
+pub(super) fn push_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends `v` in lower-case hex.
 pub(super) fn push_hex(out: &mut Vec<u8>, v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
