@@ -385,6 +385,8 @@ fn default_profile_reads_cut_sql_fragments() {
         "/search?q=user_id%20and%20order_id",
         "/search?q=windows10%20or%20macos11%20is%20fine",
         "/search?q=e.g.%20or%20so",
+        "/p?state=active%3Dtrue",
+        "/p?view=tab%3Dall",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
@@ -530,7 +532,7 @@ fn default_profile_dataset_rates() {
     // Each class with 50 or more attacks, at its measured rate rounded down (the closing
     // note of issue 13 has the per-class table and what the two under 93 % miss).
     let floors: &[(&str, f64)] = &[
-        ("sqli", 0.929),
+        ("sqli", 0.93),
         ("xss", 0.956),
         ("cmdi", 0.934),
         ("path_traversal", 0.935),

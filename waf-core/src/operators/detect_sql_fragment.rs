@@ -34,6 +34,9 @@
 //! `' notnull --` and `b,1=1` match, and "or best offer", `"wood" and "sign"`, "limit offset
 //! pagination", `select * from t`, "fix typo in 'union' label" and "what is --force" do not.
 //!
+//! A word, `=` and one keyword (`active=true`, `tab=all`) is a setting written as text (a
+//! cookie or a parameter that nests `key=value`), not a cut query.
+//!
 //! `#` opens a comment (MySQL) when the end, a space or SQL punctuation (`;-/*)`) follows
 //! it; before a letter or a digit it is a hashtag or a number (`#45699`).
 //!
@@ -573,7 +576,15 @@ fn shape_matches(input: &[u8], t: &[Token], quoted: bool) -> bool {
         t.len() > 1 && matches!(t[0].kind, Kind::Num | Kind::Str | Kind::Bare | Kind::Ident);
     let first = usize::from(quoted || leading_literal);
     if let Some(tok) = t.get(first) {
-        if is_continuation(input, tok)
+        // `name=true`, `tab=all`: a word, `=` and one keyword is a setting written as
+        // text (a cookie or a parameter that nests `key=value`), not a cut query.
+        let setting = !quoted
+            && matches!(t[0].kind, Kind::Bare | Kind::Ident)
+            && tok.kind == Kind::Op
+            && text(input, tok) == b"="
+            && t.len() == 3;
+        if !setting
+            && is_continuation(input, tok)
             && follows_grammar(input, tok, t.get(first + 1))
             && fragment(input, &t[first..], &t[skip..])
         {
@@ -990,6 +1001,20 @@ mod tests {
             .evaluate(value.as_bytes())
     }
 
+    /// Asserts that every value reads as a cut fragment.
+    fn all_match(values: &[&str]) {
+        for v in values {
+            assert!(hit(v), "{v:?} should match");
+        }
+    }
+
+    /// Asserts that no value reads as a cut fragment.
+    fn all_pass(values: &[&str]) {
+        for v in values {
+            assert!(!hit(v), "{v:?} should pass");
+        }
+    }
+
     #[test]
     fn lookup_agrees_with_the_lists() {
         for (list, bit) in [(STRONG, STRONG_WORD), (WEAK, WEAK_WORD), (FUNCS, FUNC_WORD)] {
@@ -1014,7 +1039,7 @@ mod tests {
 
     #[test]
     fn cut_at_the_left() {
-        for v in [
+        all_match(&[
             "xor 'b' >",
             "XOR 7 <",
             ") when 234 then",
@@ -1035,22 +1060,18 @@ mod tests {
             "nick::text = 'a'",
             "from log_2024 where id_x=\"a\";",
             "abc' or 'x'='y'#;--",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
+        ]);
     }
 
     #[test]
     fn json_key_after_its_path() {
-        for v in [
+        all_match(&[
             "json.in (3,4)",
             "json.sort.; delete",
             "json.data.0.) union select 2",
             "json. xor 1 <",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
-        for v in [
+        ]);
+        all_pass(&[
             "json.a.b",
             "json.order",
             "json.orders.in_stock",
@@ -1058,51 +1079,41 @@ mod tests {
             "v1.2.3",
             "e.g. or so",
             "no. 5 in (the) list",
-        ] {
-            assert!(!hit(v), "{v:?} should pass");
-        }
+        ]);
     }
 
     #[test]
     fn cut_at_the_right() {
-        for v in [
+        all_match(&[
             "drop sampletable;--",
             "TRUNCATE logs;#",
             "delete from t where 2>1 /*",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
+        ]);
     }
 
     #[test]
     fn comment_closed_but_never_opened() {
-        for v in ["select*/ 1,2,3,user(", "x*/ union select 1", "5 */ or 1 /*"] {
-            assert!(hit(v), "{v:?} should match");
-        }
-        for v in [
+        all_match(&["select*/ 1,2,3,user(", "x*/ union select 1", "5 */ or 1 /*"]);
+        all_pass(&[
             "/* note */ select 1",
             "end of the block */",
             "a comment like this */ ends here",
-        ] {
-            assert!(!hit(v), "{v:?} should pass");
-        }
+        ]);
     }
 
     #[test]
     fn tautologies() {
-        for v in [
+        all_match(&[
             "b,1=1",
             "x' or 'k'='k",
             "9 and (5=5",
             "select q where 31=31;",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
+        ]);
     }
 
     #[test]
     fn text_and_whole_statements_pass() {
-        for v in [
+        all_pass(&[
             "",
             "or best offer",
             "and 7 oranges",
@@ -1144,9 +1155,11 @@ mod tests {
             "C#; F# and Rust",
             "## install\n\nrun it",
             "see #- below",
-        ] {
-            assert!(!hit(v), "{v:?} should pass");
-        }
+            "active=true",
+            "remember_me=false",
+            "tab=all",
+            "sort=top",
+        ]);
     }
 
     #[test]
