@@ -222,6 +222,8 @@ fn default_profile_reads_sql_and_shell_grammar() {
         ("/p?q=%27", 190170),
         ("/p?q=abc%20AND%203%2B4%3D7", 190170),
         ("/p?q=exec%28%40cmd%29", 190169),
+        ("/p?f=lo_get(4242)", 190170),
+        ("/p?f=pg_read_file(%27pg_hba.conf%27)", 190170),
         (
             "/p?q=%E2%80%99%20or%20%E2%80%99a%E2%80%99%3D%E2%80%99a",
             190169,
@@ -312,6 +314,8 @@ fn default_profile_reads_sql_and_shell_grammar() {
         "/search?q=color%3Dred%3B%20font%3D%24body",
         "/search?q=x%3D1%3B%20y%3D2%3B%20total%20%24x",
         "/search?q=price%3D5%3B%20US%245%20each",
+        "/search?q=how%20lo_import%20works",
+        "/search?q=lo_import%20(large%20objects)",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
@@ -339,6 +343,8 @@ fn default_profile_reads_cut_sql_fragments() {
         "/p?q=9)%20intersect%20(select%202",
         "/p?q=in%20(4%2C2)",
         "/items/or%20%27%7B%7D%27%20-%3E%20%27%24.k%27%20%3D%203",
+        "/p?q=from%20log_2024%20where%20id_x%3D%22a%22%3B",
+        "/p?q=abc%27%20or%20%27x%27%3D%27y%27%23%3B--",
     ];
     for uri in blocked {
         let req = replay::ReplayRequest {
@@ -375,9 +381,41 @@ fn default_profile_reads_cut_sql_fragments() {
         "/notes?text=forgive%20and%20forget.%0A%09--%20cervantes",
         "/docs/is%20null%20vs%20not%20null",
         "/blog/where-is-the-end",
+        "/search?q=C%23%3B%20F%23%20and%20Rust",
+        "/search?q=user_id%20and%20order_id",
+        "/search?q=windows10%20or%20macos11%20is%20fine",
+        "/search?q=e.g.%20or%20so",
+        "/p?state=active%3Dtrue",
+        "/p?view=tab%3Dall",
     ];
     for uri in passed {
         assert_eq!(check(&waf, uri, &[], ""), None, "{uri}");
+    }
+    // A JSON key is named after its path (`json.in (5,6)`); the key itself is read.
+    let json = [("Content-Type", "application/json")];
+    for body in [r#"{"in (5,6)": 1}"#, r#"{"a": {"; drop": "x"}}"#] {
+        let req = replay::ReplayRequest {
+            method: b"POST".to_vec(),
+            uri: b"/api".to_vec(),
+            version: b"HTTP/1.1".to_vec(),
+            headers: vec![
+                (b"Host".to_vec(), b"example.com".to_vec()),
+                (b"Content-Type".to_vec(), b"application/json".to_vec()),
+            ],
+            body: body.as_bytes().to_vec(),
+        };
+        let seen = replay::inspect(&waf, &req);
+        assert_eq!(seen.blocked, Some(403), "{body} {seen:?}");
+        assert!(
+            seen.rule_ids.contains(&190180),
+            "{body}: 190180 not in {seen:?}"
+        );
+    }
+    for body in [
+        r#"{"order": "asc", "in_stock": true, "is_active": null}"#,
+        r#"{"filter": {"in": [1, 2]}, "or": "best offer"}"#,
+    ] {
+        assert_eq!(check(&waf, "/api", &json, body), None, "{body}");
     }
 }
 
@@ -494,7 +532,7 @@ fn default_profile_dataset_rates() {
     // Each class with 50 or more attacks, at its measured rate rounded down (the closing
     // note of issue 13 has the per-class table and what the two under 93 % miss).
     let floors: &[(&str, f64)] = &[
-        ("sqli", 0.924),
+        ("sqli", 0.93),
         ("xss", 0.956),
         ("cmdi", 0.934),
         ("path_traversal", 0.935),

@@ -16,14 +16,17 @@
 //!   fragment (below). Also tried as if the value started inside a `'`, `"` or `` ` ``
 //!   string whose opening quote the application wrote: the text before the first quote must
 //!   then be a plain literal (letters, digits, `_.@$-`, at most 40 bytes), as an id or a user
-//!   name is;
+//!   name is. Also tried after a dotted path that starts the value (`json.` in
+//!   `json.in (0,1)`: the JSON body processor names a key after its path, and the key is
+//!   what the application may paste into a query);
 //! - **cut at the right**: a SQL fragment followed by a bare comment (`--`, `#`, `/*`, with
 //!   at most two other bytes) that hides the rest of the query;
 //! - **tautology**: a literal compared equal to the same literal (`1=1`, `'a'='a'`) after a
 //!   boolean keyword, an operator, a comma, a parenthesis or a string.
 //!
 //! A *SQL fragment* has no "other" token, at most one bare word in the whole value (a column
-//! or table name; prose has many), at least one keyword or SQL function, at least two
+//! or table name; prose has many; a word with `_`, `$` or a digit in it, `user_id`, `t2`,
+//! is a name in code and not counted), at least one keyword or SQL function, at least two
 //! syntax tokens (keywords, SQL functions, comparison or logic operators, bare comments,
 //! punctuation) of which one is not `and`/`or`/`not`, and at least one literal, comparison
 //! or logic operator, bare comment, `;` or SQL function call (so a word in
@@ -31,8 +34,15 @@
 //! `' notnull --` and `b,1=1` match, and "or best offer", `"wood" and "sign"`, "limit offset
 //! pagination", `select * from t`, "fix typo in 'union' label" and "what is --force" do not.
 //!
+//! A word, `=` and one keyword (`active=true`, `tab=all`) is a setting written as text (a
+//! cookie or a parameter that nests `key=value`), not a cut query.
+//!
+//! `#` opens a comment (MySQL) when the end, a space or SQL punctuation (`;-/*)`) follows
+//! it; before a letter or a digit it is a hashtag or a number (`#45699`).
+//!
 //! Matching is ASCII case-insensitive, so the rule need not lower-case first. The value is
-//! read once per context (as is, then inside each quote it contains: at most four passes);
+//! read once per context (as is, then inside each quote it contains, then after a leading
+//! dotted path if a continuation follows it: at most six passes);
 //! at most [`MAX_TOKENS`] tokens are kept, and a longer value is not a fragment (fragments
 //! are short; long injections meet the other SQL rules and libinjection). Allocates nothing.
 //!
@@ -98,6 +108,9 @@ enum Kind {
     Var,
     /// Any other word.
     Bare,
+    /// A word with `_`, `$` or a digit in it (`user_id`, `tablevar2`): a name in code, not
+    /// a word of prose, so not counted with the bare words.
+    Ident,
     /// An operator.
     Op,
     /// A comment, up to its end.
@@ -463,13 +476,23 @@ fn is_fragment(input: &[u8]) -> bool {
     } else {
         1
     };
-    for context in [None, Some(b'\''), Some(b'"'), Some(b'`'), Some(TYPOGRAPHIC)] {
+    let contexts = [
+        None,
+        Some(b'\''),
+        Some(b'"'),
+        Some(b'`'),
+        Some(TYPOGRAPHIC),
+        Some(PATH),
+    ];
+    for context in contexts {
         let len = match context {
             None => tokenize(input, 0, &mut tokens[..], max_bare),
             Some(quote) => {
                 let found = if quote == TYPOGRAPHIC {
                     memchr::memchr2_iter(0xc2, 0xe2, input)
                         .find_map(|k| typographic_quote(input, k).map(|w| (k, w)))
+                } else if quote == PATH {
+                    path_end(input).map(|k| (k, 1))
                 } else {
                     memchr::memchr(quote, input).map(|k| (k, 1))
                 };
@@ -501,6 +524,31 @@ fn is_fragment(input: &[u8]) -> bool {
 /// Stands for the typographic quotes in the list of quote contexts.
 const TYPOGRAPHIC: u8 = 0;
 
+/// Stands for the end of a leading dotted path in the list of quote contexts.
+const PATH: u8 = 1;
+
+/// The last `.` of a dotted path that starts the value (`json.` in `json.in (0,1)`, the
+/// name a JSON key gets): what follows it is read as a value of its own, as the key was
+/// before the body processor put its path in front of it. Only when what follows starts
+/// with a continuation (a word in [`CONTINUATIONS`] or a byte that may start one), since
+/// only the cut-at-the-left shape can differ from the reading of the whole value.
+fn path_end(input: &[u8]) -> Option<usize> {
+    let run = input
+        .iter()
+        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'$')))
+        .unwrap_or(input.len());
+    let dot = memchr::memrchr(b'.', &input[..run])?;
+    let rest = trim_start(&input[dot + 1..], b" \t\r\n");
+    let word = &rest[..scan(rest, 0, |b| b.is_ascii_alphabetic())];
+    let starts = if word.is_empty() {
+        rest.first()
+            .is_some_and(|b| matches!(b, b';' | b')' | b',') || is_op_byte(*b))
+    } else {
+        in_list(CONTINUATIONS, word)
+    };
+    starts.then_some(dot)
+}
+
 /// The width of a typographic quote at `i` (´ U+00B4, ‘ U+2018, ’ U+2019 in UTF-8), which
 /// some back-ends and ORMs fold to an apostrophe; any of them closes a string any opened.
 fn typographic_quote(input: &[u8], i: usize) -> Option<usize> {
@@ -524,10 +572,19 @@ fn is_literal_byte(b: u8) -> bool {
 fn shape_matches(input: &[u8], t: &[Token], quoted: bool) -> bool {
     let skip = usize::from(quoted);
     // Cut at the left: (literal) continuation fragment.
-    let leading_literal = t.len() > 1 && matches!(t[0].kind, Kind::Num | Kind::Str | Kind::Bare);
+    let leading_literal =
+        t.len() > 1 && matches!(t[0].kind, Kind::Num | Kind::Str | Kind::Bare | Kind::Ident);
     let first = usize::from(quoted || leading_literal);
     if let Some(tok) = t.get(first) {
-        if is_continuation(input, tok)
+        // `name=true`, `tab=all`: a word, `=` and one keyword is a setting written as
+        // text (a cookie or a parameter that nests `key=value`), not a cut query.
+        let setting = !quoted
+            && matches!(t[0].kind, Kind::Bare | Kind::Ident)
+            && tok.kind == Kind::Op
+            && text(input, tok) == b"="
+            && t.len() == 3;
+        if !setting
+            && is_continuation(input, tok)
             && follows_grammar(input, tok, t.get(first + 1))
             && fragment(input, &t[first..], &t[skip..])
         {
@@ -727,8 +784,15 @@ fn tokenize(input: &[u8], from: usize, out: &mut [Token], max_bare: usize) -> Op
             && input
                 .get(i + 2)
                 .is_none_or(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'+' | b'-'));
-        let hash_comment =
-            c == b'#' && next.is_none_or(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+        // `#` opens a comment in MySQL whatever follows; a word or a digit after it is a
+        // hashtag or a number (`#45699`), so only space and SQL punctuation count.
+        let hash_comment = c == b'#'
+            && next.is_none_or(|b| {
+                matches!(
+                    b,
+                    b' ' | b'\t' | b'\r' | b'\n' | b';' | b'-' | b'/' | b'*' | b')'
+                )
+            });
         if dash_comment || hash_comment {
             push(Kind::Comment, i, n, &mut len)?;
             break;
@@ -786,6 +850,11 @@ fn tokenize(input: &[u8], from: usize, out: &mut [Token], max_bare: usize) -> Op
                 Kind::Strong
             } else if flags & WEAK_WORD != 0 {
                 Kind::Weak
+            } else if word
+                .iter()
+                .any(|&b| b == b'_' || b == b'$' || b.is_ascii_digit())
+            {
+                Kind::Ident
             } else {
                 bare += 1;
                 if bare > max_bare {
@@ -932,6 +1001,20 @@ mod tests {
             .evaluate(value.as_bytes())
     }
 
+    /// Asserts that every value reads as a cut fragment.
+    fn all_match(values: &[&str]) {
+        for v in values {
+            assert!(hit(v), "{v:?} should match");
+        }
+    }
+
+    /// Asserts that no value reads as a cut fragment.
+    fn all_pass(values: &[&str]) {
+        for v in values {
+            assert!(!hit(v), "{v:?} should pass");
+        }
+    }
+
     #[test]
     fn lookup_agrees_with_the_lists() {
         for (list, bit) in [(STRONG, STRONG_WORD), (WEAK, WEAK_WORD), (FUNCS, FUNC_WORD)] {
@@ -956,7 +1039,7 @@ mod tests {
 
     #[test]
     fn cut_at_the_left() {
-        for v in [
+        all_match(&[
             "xor 'b' >",
             "XOR 7 <",
             ") when 234 then",
@@ -975,51 +1058,62 @@ mod tests {
             "x\u{2019} union select 1 -- ",
             "password::int",
             "nick::text = 'a'",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
+            "from log_2024 where id_x=\"a\";",
+            "abc' or 'x'='y'#;--",
+        ]);
+    }
+
+    #[test]
+    fn json_key_after_its_path() {
+        all_match(&[
+            "json.in (3,4)",
+            "json.sort.; delete",
+            "json.data.0.) union select 2",
+            "json. xor 1 <",
+        ]);
+        all_pass(&[
+            "json.a.b",
+            "json.order",
+            "json.orders.in_stock",
+            "www.example.com",
+            "v1.2.3",
+            "e.g. or so",
+            "no. 5 in (the) list",
+        ]);
     }
 
     #[test]
     fn cut_at_the_right() {
-        for v in [
+        all_match(&[
             "drop sampletable;--",
             "TRUNCATE logs;#",
             "delete from t where 2>1 /*",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
+        ]);
     }
 
     #[test]
     fn comment_closed_but_never_opened() {
-        for v in ["select*/ 1,2,3,user(", "x*/ union select 1", "5 */ or 1 /*"] {
-            assert!(hit(v), "{v:?} should match");
-        }
-        for v in [
+        all_match(&["select*/ 1,2,3,user(", "x*/ union select 1", "5 */ or 1 /*"]);
+        all_pass(&[
             "/* note */ select 1",
             "end of the block */",
             "a comment like this */ ends here",
-        ] {
-            assert!(!hit(v), "{v:?} should pass");
-        }
+        ]);
     }
 
     #[test]
     fn tautologies() {
-        for v in [
+        all_match(&[
             "b,1=1",
             "x' or 'k'='k",
             "9 and (5=5",
             "select q where 31=31;",
-        ] {
-            assert!(hit(v), "{v:?} should match");
-        }
+        ]);
     }
 
     #[test]
     fn text_and_whole_statements_pass() {
-        for v in [
+        all_pass(&[
             "",
             "or best offer",
             "and 7 oranges",
@@ -1055,9 +1149,17 @@ mod tests {
             "\u{2018}union\u{2019} by robert f",
             "std::string",
             "foo::date",
-        ] {
-            assert!(!hit(v), "{v:?} should pass");
-        }
+            "user_id and order_id",
+            "windows10 or macos11 is fine",
+            "top_10 in stock (3)",
+            "C#; F# and Rust",
+            "## install\n\nrun it",
+            "see #- below",
+            "active=true",
+            "remember_me=false",
+            "tab=all",
+            "sort=top",
+        ]);
     }
 
     #[test]
