@@ -45,27 +45,27 @@ fn start_with(servers: &[String], host_extra: &str) -> (Proxy, std::path::PathBu
 
 /// A response read off a raw connection.
 #[derive(Debug)]
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     /// Field names lower-cased.
-    fields: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) fields: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Resp {
-    fn field(&self, name: &str) -> Option<&str> {
+    pub(crate) fn field(&self, name: &str) -> Option<&str> {
         self.fields
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// Parses every whole response in `raw` (`heads`: which requests were `HEAD`, by index).
-fn parse_all(raw: &[u8], heads: &[usize]) -> Vec<Resp> {
+pub(crate) fn parse_all(raw: &[u8], heads: &[usize]) -> Vec<Resp> {
     let mut out = Vec::new();
     let mut rest = raw;
     loop {
@@ -142,13 +142,25 @@ fn parse_all(raw: &[u8], heads: &[usize]) -> Vec<Resp> {
 
 /// Writes `raw` in pieces of `step` bytes and reads until `want` responses are in, or the
 /// proxy closes, or 5 s pass. Returns the responses and whether the connection closed.
-async fn talk(
+pub(crate) async fn talk(
     addr: SocketAddr,
     raw: &[u8],
     step: usize,
     want: usize,
     heads: &[usize],
 ) -> (Vec<Resp>, bool) {
+    let (got, closed) = talk_raw(addr, raw, step, want, heads).await;
+    (parse_all(&got, heads), closed)
+}
+
+/// [`talk`], returning the bytes read as they came.
+pub(crate) async fn talk_raw(
+    addr: SocketAddr,
+    raw: &[u8],
+    step: usize,
+    want: usize,
+    heads: &[usize],
+) -> (Vec<u8>, bool) {
     let s = TcpStream::connect(addr).await.unwrap();
     let (mut rd, mut wr) = s.into_split();
     let raw = raw.to_vec();
@@ -178,7 +190,7 @@ async fn talk(
         }
     };
     let _ = writer.await;
-    (parse_all(&got, heads), closed)
+    (got, closed)
 }
 
 const PIPELINE: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: off.test\r\n\r\n\
