@@ -2,8 +2,9 @@
 //! keep-alive and pipelined requests, `Content-Length` and chunked bodies (trailers
 //! included) in every split, `100-continue`, the upstream connection reused, the
 //! upstream's framings (chunked, until close, informational heads, `HEAD`), an upstream
-//! that closes early, and the hand-over to the hyper path mid-connection (a host with the
-//! WAF on, which blocks; a head the edge refuses).
+//! that closes early, a host with the WAF on in the middle of a plain connection (served on
+//! this path too since the eighth session; `plain_waf.rs` has its own tests), and the
+//! hand-over to the hyper path mid-connection (a head the edge refuses).
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -350,8 +351,8 @@ async fn expect_100_continue_is_answered_before_the_body() {
 async fn the_waf_host_inspects_and_blocks_in_the_middle_of_a_plain_connection() {
     let up = upstream();
     let (proxy, _dir) = start_with(&[up.addr.to_string()], "");
-    // Plain, then a request to the WAF's host whose body it blocks, then plain again (now
-    // served by the hyper path, which took the connection over).
+    // Plain, then a request to the WAF's host whose body it blocks, then plain again (all
+    // on the plain path since the WAF's hosts are served there too).
     let raw = b"GET /one HTTP/1.1\r\nHost: off.test\r\n\r\n\
 POST /form HTTP/1.1\r\nHost: waf.test\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 19\r\n\r\nq=1 union select 2&\
 GET /two?q=union%20select HTTP/1.1\r\nHost: off.test\r\n\r\n\
