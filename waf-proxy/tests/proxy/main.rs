@@ -9,6 +9,7 @@ mod edge;
 mod health;
 mod ml;
 mod plain;
+mod plain_waf;
 mod reload;
 mod tls;
 mod upstream_tls;

@@ -2,8 +2,9 @@
 //! keep-alive and pipelined requests, `Content-Length` and chunked bodies (trailers
 //! included) in every split, `100-continue`, the upstream connection reused, the
 //! upstream's framings (chunked, until close, informational heads, `HEAD`), an upstream
-//! that closes early, and the hand-over to the hyper path mid-connection (a host with the
-//! WAF on, which blocks; a head the edge refuses).
+//! that closes early, a host with the WAF on in the middle of a plain connection (served on
+//! this path too since the eighth session; `plain_waf.rs` has its own tests), and the
+//! hand-over to the hyper path mid-connection (a head the edge refuses).
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -45,27 +46,27 @@ fn start_with(servers: &[String], host_extra: &str) -> (Proxy, std::path::PathBu
 
 /// A response read off a raw connection.
 #[derive(Debug)]
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     /// Field names lower-cased.
-    fields: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) fields: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Resp {
-    fn field(&self, name: &str) -> Option<&str> {
+    pub(crate) fn field(&self, name: &str) -> Option<&str> {
         self.fields
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// Parses every whole response in `raw` (`heads`: which requests were `HEAD`, by index).
-fn parse_all(raw: &[u8], heads: &[usize]) -> Vec<Resp> {
+pub(crate) fn parse_all(raw: &[u8], heads: &[usize]) -> Vec<Resp> {
     let mut out = Vec::new();
     let mut rest = raw;
     loop {
@@ -142,13 +143,25 @@ fn parse_all(raw: &[u8], heads: &[usize]) -> Vec<Resp> {
 
 /// Writes `raw` in pieces of `step` bytes and reads until `want` responses are in, or the
 /// proxy closes, or 5 s pass. Returns the responses and whether the connection closed.
-async fn talk(
+pub(crate) async fn talk(
     addr: SocketAddr,
     raw: &[u8],
     step: usize,
     want: usize,
     heads: &[usize],
 ) -> (Vec<Resp>, bool) {
+    let (got, closed) = talk_raw(addr, raw, step, want, heads).await;
+    (parse_all(&got, heads), closed)
+}
+
+/// [`talk`], returning the bytes read as they came.
+pub(crate) async fn talk_raw(
+    addr: SocketAddr,
+    raw: &[u8],
+    step: usize,
+    want: usize,
+    heads: &[usize],
+) -> (Vec<u8>, bool) {
     let s = TcpStream::connect(addr).await.unwrap();
     let (mut rd, mut wr) = s.into_split();
     let raw = raw.to_vec();
@@ -178,7 +191,7 @@ async fn talk(
         }
     };
     let _ = writer.await;
-    (parse_all(&got, heads), closed)
+    (got, closed)
 }
 
 const PIPELINE: &[u8] = b"GET /a?x=1 HTTP/1.1\r\nHost: off.test\r\n\r\n\
@@ -338,8 +351,8 @@ async fn expect_100_continue_is_answered_before_the_body() {
 async fn the_waf_host_inspects_and_blocks_in_the_middle_of_a_plain_connection() {
     let up = upstream();
     let (proxy, _dir) = start_with(&[up.addr.to_string()], "");
-    // Plain, then a request to the WAF's host whose body it blocks, then plain again (now
-    // served by the hyper path, which took the connection over).
+    // Plain, then a request to the WAF's host whose body it blocks, then plain again (all
+    // on the plain path since the WAF's hosts are served there too).
     let raw = b"GET /one HTTP/1.1\r\nHost: off.test\r\n\r\n\
 POST /form HTTP/1.1\r\nHost: waf.test\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 19\r\n\r\nq=1 union select 2&\
 GET /two?q=union%20select HTTP/1.1\r\nHost: off.test\r\n\r\n\

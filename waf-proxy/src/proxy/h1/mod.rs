@@ -1,30 +1,45 @@
-//! The plain HTTP/1 path: keep-alive requests to hosts nothing inspects, served by our own
-//! HTTP/1 handling instead of hyper's, from the bytes the edge has already checked.
+//! The plain HTTP/1 path: keep-alive requests served by our own HTTP/1 handling instead of
+//! hyper's, from the bytes the edge has already checked.
 //!
-//! With the WAF off and no native policy, the request path only moves bytes: the edge's
-//! [`check_spans`] has parsed and judged each request head, and the upstream request is
-//! written straight from those bytes (hop-by-hop fields dropped, forwarding fields and the
-//! request id added, the framing ours), its response head parsed once (`httparse`) and
+//! The edge's [`check_spans`] has parsed and judged each request head; the upstream request
+//! is written straight from those bytes (hop-by-hop fields dropped, forwarding fields and
+//! the request id added, the framing ours), its response head parsed once (`httparse`) and
 //! written on with the host's response fields. hyper's server parse, its `HeaderMap`s on both
 //! sides, its client connection task and its body channels are not on this path
-//! (benches/PROFILE.md, "Seventh session").
+//! (benches/PROFILE.md, "Seventh session" and "Eighth session").
 //!
-//! What it serves, per request: HTTP/1.1 in origin form to a host with the engine off and no
-//! policy, from a peer that is not a trusted proxy, to plain (not TLS) upstream servers;
-//! bodies framed by `Content-Length` (within the host's limit) or chunked (counted against
-//! it), `Expect: 100-continue` (answered here, not passed on), pipelined requests (served in
-//! order). Everything else is handed over, with the bytes read so far, to the hyper path
-//! behind the edge's [`Guarded`](crate::edge::stream::Guarded), which serves the rest of the
-//! connection exactly as before: a head the edge refuses (so its answer, log line and
-//! metric are the hyper path's), HTTP/1.0, `Upgrade`, absolute-form or rewritten targets,
-//! unknown hosts, hosts with the WAF or a policy, trusted peers, TLS upstreams, other
-//! `Expect` values, a head over the limit. The first request of a connection may also be
-//! the HTTP/2 prior-knowledge preface: handed over too.
+//! What it serves, per request: HTTP/1.1 in origin form to a host with no native policy
+//! (the WAF on or off), from a peer that is not a trusted proxy, to plain (not TLS)
+//! upstream servers; bodies framed by `Content-Length` (within the host's limit) or chunked
+//! (counted against it), `Expect: 100-continue` (answered here, not passed on), pipelined
+//! requests (served in order). Everything else is handed over, with the bytes read so far,
+//! to the hyper path behind the edge's [`Guarded`](crate::edge::stream::Guarded), which
+//! serves the rest of the connection exactly as before: a head the edge refuses (so its
+//! answer, log line and metric are the hyper path's), HTTP/1.0, `Upgrade`, absolute-form or
+//! rewritten targets, unknown hosts, hosts with a policy, trusted peers (their forwarding
+//! fields and request ids are read by `waf_core::host` from a header map there), TLS
+//! upstreams, other `Expect` values, a head over the limit, and, for a host with the WAF
+//! off, a declared body over the limit. The first request of a connection may also be the
+//! HTTP/2 prior-knowledge preface: handed over too.
+//!
+//! With the WAF on, the phases run in the hyper path's order ([`super`]'s docs): phase 1 on
+//! the head as the client sent it, then the declared length against the limit (413); when
+//! the WAF wants the body, it is read whole within the limit (chunked decoded) and phase 2
+//! runs before anything goes upstream, else phase 2 runs at once and the body streams;
+//! phase 3 on the upstream's head; phase 4 holds the body up to the host's
+//! `max_response_buffer` when its rules can block there and the type is inspected (an
+//! intervention replaces the whole response; a longer body goes on as it comes, phase 4
+//! logging only), else each piece is shown to it as it passes. A block page is
+//! `waf_core`'s, through the same [`Finish`] as the hyper path's (its content type, the
+//! log line, the metrics); the connection stays open after it when the request's body was
+//! read whole, and ends otherwise (its framing would be in doubt) or on a `drop` action.
 //!
 //! Decided on purpose, and differing from the hyper path only in form: field names go
-//! upstream and downstream as they were written (hyper lower-cases them); chunk extensions
-//! and trailers are dropped in both directions (the next hop is framed by us); a response
-//! without framing is sent on chunked; a response head without `Date` gets one (RFC 9110 §6.6.1), as hyper adds it.
+//! upstream and downstream, and to the WAF, as they were written (hyper lower-cases them;
+//! ModSecurity and the nginx module see them as sent too); chunk extensions and trailers
+//! are dropped in both directions (the next hop is framed by us); a response without
+//! framing is sent on chunked; a response head without `Date` gets one (RFC 9110 §6.6.1),
+//! as hyper adds it.
 
 mod wire;
 
@@ -38,7 +53,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use waf_core::EngineMode;
+use waf_core::{ConnectionInfo, EngineMode, Intervention, RequestHead, Verdict};
 
 use super::logging::{fallback_id, Finish, LogPath, Record, ResBody};
 use super::ConnCtx;
@@ -81,6 +96,8 @@ struct Conn {
     ubuf: BytesMut,
     /// The upstream's response head.
     resp: ResponseHead,
+    /// A body held for the WAF, decoded (a chunked request body, a response body).
+    held: Vec<u8>,
 }
 
 /// Serves the requests of a plain HTTP/1 connection while they are for this path (see the
@@ -99,6 +116,7 @@ pub async fn serve(
         out: Vec::with_capacity(1024),
         ubuf: BytesMut::with_capacity(READ_SIZE),
         resp: ResponseHead::default(),
+        held: Vec::new(),
     };
     let mut first = true;
     loop {
@@ -114,11 +132,11 @@ pub async fn serve(
         };
         let started = Instant::now();
         let state = conn.shared.state.load_full();
-        let Some(plan) = plan(&mut c, end, &limits, conn, &state) else {
+        let Some(plan) = plan(&mut c, end, &limits, conn, &state, started) else {
             return Outcome::HandOver { read: c.buf, first };
         };
         first = false;
-        if !exchange(&mut c, conn, client, &state, plan, started, stop).await {
+        if !exchange(&mut c, client, &state, plan, stop).await {
             linger(client).await;
             return Outcome::Closed;
         }
@@ -198,22 +216,20 @@ async fn read_head(
 struct Plan {
     /// The host's index.
     hi: usize,
-    /// The requested name, lower-cased.
-    host_name: String,
     /// The request body's framing.
     framing: Framing,
+    /// The client's head had a `Content-Length` (sent on as `0` when it framed nothing).
+    has_length: bool,
     /// The client sent `Expect: 100-continue`.
     expect: bool,
     /// The client asked to close after this request.
     close: bool,
     /// A `HEAD` request (its response has no body whatever it says).
     head_method: bool,
-    /// The method, for the log.
-    method: http::Method,
-    /// The target as sent, for the log.
-    target: Bytes,
-    /// The request id.
-    request_id: String,
+    /// The log record, and for a host with the WAF on the transaction (phase 1 done).
+    fin: Box<Finish>,
+    /// What phase 1 decided, when it intervened.
+    blocked: Option<Intervention>,
 }
 
 /// Whether this path serves the head at the start of `c.buf` (`end` bytes long), and if so
@@ -224,7 +240,8 @@ fn plan(
     end: usize,
     limits: &HeadLimits,
     conn: &ConnCtx,
-    state: &State,
+    state: &Arc<State>,
+    started: Instant,
 ) -> Option<Plan> {
     let head = &c.buf[..end];
     let framing = match check_spans(head, limits, &mut c.spans) {
@@ -281,10 +298,17 @@ fn plan(
     let host_name = host_name(host_value);
     let hi = state.find_host(Some(&host_name))?;
     let host = &state.hosts[hi];
-    if host.waf.engine_mode() != EngineMode::Off || host.waf.has_policy() {
+    // A native policy edits requests, responses and pages through `http` types, and has
+    // gate endpoints: the hyper path serves it.
+    if host.waf.has_policy() {
         return None;
     }
-    if matches!(framing, Framing::Length(n) if n > host.options.request_body_limit as u64) {
+    let waf_on = host.waf.engine_mode() != EngineMode::Off;
+    // With the WAF on, a declared length over the limit is answered here after phase 1
+    // (as the hyper path orders it); with it off, the hyper path answers it as before.
+    if !waf_on
+        && matches!(framing, Framing::Length(n) if n > host.options.request_body_limit as u64)
+    {
         return None;
     }
     let upstream = &state.upstreams[host.config.upstream];
@@ -292,6 +316,47 @@ fn plan(
         return None;
     }
     let method = http::Method::from_bytes(&head[sp.method.clone()]).ok()?;
+
+    let now = SystemTime::now();
+    let mut rec = Record::blank(started);
+    rec.time = now;
+    // Not a trusted proxy (those go the hyper path): `waf_core::host::client_addr` is the
+    // peer, and `waf_core::host::request_id` reuses no incoming id.
+    rec.client_ip = conn.peer.ip();
+    rec.method = method.clone();
+    rec.path = LogPath::Raw(Bytes::copy_from_slice(target));
+    if let Framing::Length(n) = framing {
+        rec.bytes_in = n;
+    }
+    let mut blocked = None;
+    let mut accept = None;
+    let tx = if waf_on {
+        // WAF phase 1, on the head as the client sent it (field names in their case, as
+        // ModSecurity and the nginx module see them).
+        let conn_info = ConnectionInfo::new(conn.peer, conn.local);
+        let mut tx = host.waf.transaction(&conn_info, now);
+        let pairs: Vec<(&[u8], &[u8])> = sp
+            .fields
+            .iter()
+            .map(|(n, v)| (&head[n.clone()], &head[v.clone()]))
+            .collect();
+        accept = pairs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(b"accept"))
+            .map(|(_, v)| v.to_vec());
+        let req = RequestHead::new(&head[sp.method.clone()], target, b"HTTP/1.1", &pairs);
+        let t = Instant::now();
+        let verdict = tx.request_headers(&req);
+        rec.waf_time += t.elapsed();
+        if let Verdict::Intervene(i) = verdict {
+            blocked = Some(i);
+        }
+        rec.request_id = tx.unique_id().to_string();
+        Some(tx)
+    } else {
+        rec.request_id = fallback_id();
+        None
+    };
 
     // The upstream request head, from the client's bytes.
     let out = &mut c.out;
@@ -335,8 +400,26 @@ fn plan(
         }
         out.extend_from_slice(b"\r\n");
     }
-    let request_id = fallback_id();
-    wire::push_field(out, id_name, request_id.as_bytes());
+    wire::push_field(out, id_name, rec.request_id.as_bytes());
+    rec.host = host_name;
+    let mut fin = Finish::new(conn, state.clone(), Some(hi), tx, rec);
+    fin.accept = accept;
+    let plan = Plan {
+        hi,
+        framing,
+        has_length,
+        expect,
+        close,
+        head_method: method == http::Method::HEAD,
+        fin,
+        blocked,
+    };
+    c.buf.advance(end);
+    Some(plan)
+}
+
+/// Ends the upstream request head in `out` with the framing of the body sent.
+fn end_head(out: &mut Vec<u8>, framing: Framing, has_length: bool) {
     match framing {
         Framing::Length(n) => {
             out.extend_from_slice(b"content-length: ");
@@ -348,19 +431,6 @@ fn plan(
         Framing::None => {}
     }
     out.extend_from_slice(b"\r\n");
-    let plan = Plan {
-        hi,
-        host_name,
-        framing,
-        expect,
-        close,
-        head_method: method == http::Method::HEAD,
-        method,
-        target: Bytes::copy_from_slice(target),
-        request_id,
-    };
-    c.buf.advance(end);
-    Some(plan)
 }
 
 /// Whether `name` is one of the fields the request's `Connection` names.
@@ -412,25 +482,37 @@ enum Failed {
 /// connection stays open.
 async fn exchange(
     c: &mut Conn,
-    conn: &Arc<ConnCtx>,
     client: &mut TcpStream,
     state: &Arc<State>,
     plan: Plan,
-    started: Instant,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) -> bool {
-    let host = &state.hosts[plan.hi];
-    let mut rec = Record::blank(started);
-    rec.time = SystemTime::now();
-    rec.client_ip = conn.peer.ip();
-    rec.method = plan.method.clone();
-    rec.path = LogPath::Raw(plan.target.clone());
-    rec.request_id = plan.request_id.clone();
-    rec.host = plan.host_name.clone();
-    if let Framing::Length(n) = plan.framing {
-        rec.bytes_in = n;
+    let Plan {
+        hi,
+        mut framing,
+        has_length,
+        expect,
+        close,
+        head_method,
+        mut fin,
+        blocked,
+    } = plan;
+    let host = &state.hosts[hi];
+    let mut expect_pending = expect;
+    if fin.tx.is_some() {
+        let close = close || *stop.borrow();
+        let phases = RequestPhases {
+            framing,
+            blocked,
+            close,
+            expect_pending: &mut expect_pending,
+        };
+        match phases.run(c, client, state, host, &mut fin).await {
+            Inspected::Forward(f) => framing = f,
+            Inspected::Answered(open) => return open,
+        }
     }
-    let mut fin = Finish::new(conn, state.clone(), Some(plan.hi), None, rec);
+    end_head(&mut c.out, framing, has_length);
     let upstream = state.upstreams[host.config.upstream].clone();
     let pool = client::raw_pool(
         &upstream.client_key,
@@ -442,7 +524,6 @@ async fn exchange(
     let up_started = Instant::now();
     let mut failure = Failed::Upstream(StatusCode::BAD_GATEWAY, "upstream unavailable");
     let mut body_sent = false;
-    let mut expect_pending = plan.expect;
     let mut served: Option<(TcpStream, usize)> = None;
     for si in upstream.pick_order() {
         let server = &upstream.servers[si];
@@ -465,7 +546,7 @@ async fn exchange(
             c: &mut *c,
             client: &mut *client,
             up: &mut up,
-            framing: plan.framing,
+            framing,
             limit,
             expect_pending: &mut expect_pending,
             body_sent: &mut body_sent,
@@ -486,7 +567,7 @@ async fn exchange(
                             c: &mut *c,
                             client: &mut *client,
                             up: &mut fresh,
-                            framing: plan.framing,
+                            framing,
                             limit,
                             expect_pending: &mut expect_pending,
                             body_sent: &mut body_sent,
@@ -525,13 +606,13 @@ async fn exchange(
     fin.rec.upstream_time = Some(up_started.elapsed());
     let Some((mut up, _)) = served else {
         // Nothing came back: the proxy answers. A body not read whole ends the connection.
-        let body_done = matches!(plan.framing, Framing::None) || body_sent;
+        let body_done = matches!(framing, Framing::None) || body_sent;
         return match failure {
             Failed::Upstream(status, what) => {
                 fin.rec.action = "error";
                 let resp = fin.error_response(status, what);
-                let close = plan.close || !body_done || *stop.borrow();
-                write_generated(client, &mut c.out, resp, close).await && !close
+                let close = close || !body_done || *stop.borrow();
+                write_generated(client, &mut c.out, resp, close).await
             }
             Failed::Client(Some(status)) => {
                 fin.rec.action = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -545,36 +626,142 @@ async fn exchange(
                     "bad request body"
                 };
                 let resp = fin.error_response(status, what);
-                let _ = write_generated(client, &mut c.out, resp, true).await;
-                false
+                write_generated(client, &mut c.out, resp, true).await
             }
             Failed::Client(None) => false,
         };
     };
-    let close = plan.close || *stop.borrow();
-    let (framing, reusable) = response_framing(&c.ubuf, &c.resp, plan.head_method);
-    response_head(
+    let close = close || *stop.borrow();
+    let (out_framing, reusable) = response_framing(&c.ubuf, &c.resp, head_method);
+    fin.rec.status = c.resp.status;
+    let server = fin
+        .rec
+        .upstream
+        .clone()
+        .expect("invariant: set per attempt");
+    let mut hold = false;
+    if let Some(tx) = fin.tx.as_mut() {
+        // WAF phase 3, on the upstream's head as it came.
+        let verdict = {
+            let pairs: Vec<(&[u8], &[u8])> = c
+                .resp
+                .fields
+                .iter()
+                .map(|(n, v)| (&c.ubuf[n.clone()], &c.ubuf[v.clone()]))
+                .collect();
+            let version: &[u8] = if c.resp.http10 {
+                b"HTTP/1.0"
+            } else {
+                b"HTTP/1.1"
+            };
+            let head = waf_core::ResponseHead::new(c.resp.status, version, &pairs);
+            let t = Instant::now();
+            let v = tx.response_headers(&head);
+            fin.rec.waf_time += t.elapsed();
+            v
+        };
+        if let Verdict::Intervene(i) = verdict {
+            // The upstream's body is not read: its connection is not reused.
+            c.ubuf.clear();
+            let resp = fin.block(&i);
+            return write_generated(client, &mut c.out, resp, close).await;
+        }
+        fin.inspect_response = tx.wants_response_body();
+        hold = fin.inspect_response && host.hold_responses;
+    }
+    response_fields(
         &mut c.out,
         &c.ubuf,
         &c.resp,
         host,
-        framing,
+        out_framing,
         &fin.rec.request_id,
-        close,
     );
-    fin.rec.status = c.resp.status;
     let head_len = c.resp.len;
     c.ubuf.advance(head_len);
-    let relayed = relay(c, client, &mut up, framing, &mut fin).await;
+    let mut relay_framing = out_framing;
+    let mut dec = Chunked::default();
+    if hold {
+        // Phase 4 can block and inspects this response: the body is held (up to the
+        // host's `max_response_buffer`) before any of it is sent, as on the hyper path.
+        let mut left = match out_framing {
+            Out::Length(n) => n,
+            _ => 0,
+        };
+        dec.raw = true;
+        let limit = host.config.max_response_buffer;
+        match hold_body(
+            c,
+            &mut up,
+            out_framing,
+            &mut left,
+            &mut dec,
+            limit,
+            read_timeout,
+        )
+        .await
+        {
+            Held::Whole => {
+                let tx = fin.tx.as_mut().expect("invariant: held with a transaction");
+                let t = Instant::now();
+                let mut v = tx.response_body(&c.held);
+                if matches!(v, Verdict::Continue) {
+                    v = tx.response_end();
+                }
+                fin.rec.waf_time += t.elapsed();
+                fin.response_ended = true;
+                fin.inspect_response = false;
+                let whole = reusable && c.ubuf.is_empty();
+                if whole {
+                    client::raw_checkin(pool, &server, up);
+                }
+                c.ubuf.clear();
+                if let Verdict::Intervene(i) = v {
+                    let resp = fin.block(&i);
+                    shrink(&mut c.held);
+                    return write_generated(client, &mut c.out, resp, close).await;
+                }
+                let sent = match out_framing {
+                    Out::None => Out::None,
+                    _ => Out::Length(c.held.len() as u64),
+                };
+                end_response_head(&mut c.out, sent, close);
+                let ok = write2(client, &c.out, &c.held).await.is_ok();
+                fin.rec.bytes_out += c.held.len() as u64;
+                shrink(&mut c.held);
+                return ok && !close;
+            }
+            Held::Partial => {
+                // Over the limit: what was held goes first, the rest as it comes; phase 4
+                // sees it all and can only log.
+                end_response_head(&mut c.out, out_framing, close);
+                inspect_body(&mut fin, &c.held);
+                fin.rec.bytes_out += c.held.len() as u64;
+                match out_framing {
+                    Out::Length(_) => c.out.extend_from_slice(&c.held),
+                    _ => wire::push_chunk(&mut c.out, &c.held),
+                }
+                shrink(&mut c.held);
+                if let Out::Length(_) = out_framing {
+                    relay_framing = Out::Length(left);
+                }
+            }
+            Held::Failed(status, what) => {
+                c.ubuf.clear();
+                shrink(&mut c.held);
+                fin.rec.action = "error";
+                let resp = fin.error_response(status, what);
+                return write_generated(client, &mut c.out, resp, true).await;
+            }
+        }
+    } else {
+        end_response_head(&mut c.out, out_framing, close);
+    }
+    let relayed = relay(c, client, &mut up, relay_framing, &mut fin, dec).await;
     match relayed {
         Ok(()) => {
             if reusable && c.ubuf.is_empty() {
-                let server = fin
-                    .rec
-                    .upstream
-                    .as_ref()
-                    .expect("invariant: set per attempt");
-                client::raw_checkin(pool, server, up);
+                client::raw_checkin(pool, &server, up);
             }
             c.ubuf.clear();
             !close
@@ -582,6 +769,304 @@ async fn exchange(
         Err(()) => {
             c.ubuf.clear();
             false
+        }
+    }
+}
+
+/// Drops a held buffer's room when it grew past what most bodies need (a connection keeps
+/// its buffers between requests).
+fn shrink(v: &mut Vec<u8>) {
+    v.clear();
+    if v.capacity() > 4 * READ_SIZE {
+        *v = Vec::new();
+    }
+}
+
+/// Shows a piece of the response body to the WAF's phase 4, when it inspects it (the
+/// verdict can only be logged: the response is under way).
+fn inspect_body(fin: &mut Finish, data: &[u8]) {
+    if !fin.inspect_response || data.is_empty() {
+        return;
+    }
+    if let Some(tx) = fin.tx.as_mut() {
+        let t = Instant::now();
+        let _ = tx.response_body(data);
+        fin.rec.waf_time += t.elapsed();
+    }
+}
+
+/// The request side of WAF phases 1 and 2 for a host with the WAF on (see
+/// [`RequestPhases::run`]).
+struct RequestPhases<'a> {
+    /// The request body's framing as the client sent it.
+    framing: Framing,
+    /// Phase 1's intervention.
+    blocked: Option<Intervention>,
+    /// The connection ends after this request.
+    close: bool,
+    /// `100 Continue` is still owed to the client.
+    expect_pending: &'a mut bool,
+}
+
+/// What the WAF's request phases left to do.
+enum Inspected {
+    /// Forward the request, its body framed so (a buffered body: its length, at the front
+    /// of the client's bytes).
+    Forward(Framing),
+    /// Answered here; whether the connection stays open.
+    Answered(bool),
+}
+
+/// Why a request body could not be held whole.
+enum BodyError {
+    /// The client went away.
+    Gone,
+    /// Its chunked framing is broken.
+    Bad,
+    /// Past the host's limit.
+    TooLarge,
+    /// Nothing came for `body_read_timeout`.
+    Timeout,
+}
+
+impl RequestPhases<'_> {
+    /// Phase 1's verdict, the limit on the declared length (413, after phase 1 as on the
+    /// hyper path), then phase 2: when the WAF wants the body it is read whole (chunked
+    /// decoded) within the limit and inspected before anything goes upstream; otherwise it
+    /// streams, as for a host with the WAF off. A block page is sent with the connection
+    /// kept when the request's body is read whole (none, or all here already), else it
+    /// ends (its framing would be in doubt).
+    async fn run(
+        self,
+        c: &mut Conn,
+        client: &mut TcpStream,
+        state: &State,
+        host: &Host,
+        fin: &mut Box<Finish>,
+    ) -> Inspected {
+        let RequestPhases {
+            framing,
+            blocked,
+            close,
+            expect_pending,
+        } = self;
+        if let Some(i) = blocked {
+            let body_here = skip_body(&mut c.buf, framing);
+            let resp = fin.block(&i);
+            return Inspected::Answered(
+                write_generated(client, &mut c.out, resp, close || !body_here).await,
+            );
+        }
+        let limit = host.options.request_body_limit as u64;
+        if matches!(framing, Framing::Length(n) if n > limit) {
+            fin.rec.action = "limit";
+            let resp = fin.error_response(StatusCode::PAYLOAD_TOO_LARGE, "request body too large");
+            return Inspected::Answered(write_generated(client, &mut c.out, resp, true).await);
+        }
+        let tx = fin
+            .tx
+            .as_mut()
+            .expect("invariant: the request phases run with a transaction");
+        if framing == Framing::None || !tx.wants_request_body() {
+            let t = Instant::now();
+            let v = tx.request_end();
+            fin.rec.waf_time += t.elapsed();
+            if let Verdict::Intervene(i) = v {
+                let body_here = skip_body(&mut c.buf, framing);
+                let resp = fin.block(&i);
+                return Inspected::Answered(
+                    write_generated(client, &mut c.out, resp, close || !body_here).await,
+                );
+            }
+            return Inspected::Forward(framing);
+        }
+        let timeout = state.config.body_read_timeout;
+        let n = match hold_request_body(c, client, framing, limit, timeout, expect_pending).await {
+            Ok(n) => n,
+            Err(e) => {
+                let (status, action, what) = match e {
+                    BodyError::Gone => return Inspected::Answered(false),
+                    BodyError::Bad => (StatusCode::BAD_REQUEST, "client_error", "bad request body"),
+                    BodyError::TooLarge => (
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "limit",
+                        "request body too large",
+                    ),
+                    BodyError::Timeout => (
+                        StatusCode::REQUEST_TIMEOUT,
+                        "client_timeout",
+                        "request body too slow",
+                    ),
+                };
+                fin.rec.action = action;
+                let resp = fin.error_response(status, what);
+                return Inspected::Answered(write_generated(client, &mut c.out, resp, true).await);
+            }
+        };
+        fin.rec.bytes_in = n as u64;
+        let tx = fin
+            .tx
+            .as_mut()
+            .expect("invariant: the request phases run with a transaction");
+        let t = Instant::now();
+        let mut v = tx.request_body(&c.buf[..n]);
+        if matches!(v, Verdict::Continue) {
+            v = tx.request_end();
+        }
+        fin.rec.waf_time += t.elapsed();
+        if let Verdict::Intervene(i) = v {
+            c.buf.advance(n);
+            let resp = fin.block(&i);
+            return Inspected::Answered(write_generated(client, &mut c.out, resp, close).await);
+        }
+        Inspected::Forward(Framing::Length(n as u64))
+    }
+}
+
+/// Takes a request body off `buf` when all of it is there (none counts); whether it was.
+fn skip_body(buf: &mut BytesMut, framing: Framing) -> bool {
+    match framing {
+        Framing::None => true,
+        Framing::Length(n) if buf.len() as u64 >= n => {
+            buf.advance(n as usize);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Reads the whole request body to the front of `c.buf` (a chunked one decoded, and the
+/// bytes after it kept behind it) within `limit`; returns its length.
+async fn hold_request_body(
+    c: &mut Conn,
+    client: &mut TcpStream,
+    framing: Framing,
+    limit: u64,
+    timeout: Duration,
+    expect_pending: &mut bool,
+) -> Result<usize, BodyError> {
+    match framing {
+        Framing::None => Ok(0),
+        Framing::Length(n) => {
+            // Within the limit (checked by the caller), so it fits in memory.
+            let n = n as usize;
+            while c.buf.len() < n {
+                read_body_more(client, &mut c.buf, timeout, expect_pending).await?;
+            }
+            Ok(n)
+        }
+        Framing::Chunked => {
+            let mut dec = Chunked::default();
+            dec.raw = true;
+            c.held.clear();
+            loop {
+                let (used, done) = dec.feed(&c.buf, &mut c.held).map_err(|_| BodyError::Bad)?;
+                c.buf.advance(used);
+                if dec.data > limit {
+                    shrink(&mut c.held);
+                    return Err(BodyError::TooLarge);
+                }
+                if done {
+                    break;
+                }
+                read_body_more(client, &mut c.buf, timeout, expect_pending).await?;
+            }
+            // The decoded body in front of what the client sent after it (pipelined
+            // requests): one copy of those, rarely more than nothing.
+            let n = c.held.len();
+            let mut buf = BytesMut::with_capacity((n + c.buf.len()).max(READ_SIZE));
+            buf.extend_from_slice(&c.held);
+            buf.extend_from_slice(&c.buf);
+            c.buf = buf;
+            shrink(&mut c.held);
+            Ok(n)
+        }
+    }
+}
+
+/// Reads more of a request body (`100 Continue` first, once, when owed).
+async fn read_body_more(
+    client: &mut TcpStream,
+    buf: &mut BytesMut,
+    timeout: Duration,
+    expect_pending: &mut bool,
+) -> Result<(), BodyError> {
+    if std::mem::take(expect_pending) {
+        client
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .map_err(|_| BodyError::Gone)?;
+    }
+    buf.reserve(READ_SIZE);
+    match crate::deadline::within(timeout, client.read_buf(buf)).await {
+        Err(_) => Err(BodyError::Timeout),
+        Ok(Ok(0)) | Ok(Err(_)) => Err(BodyError::Gone),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// A response body read for phase 4 (into `Conn::held`, decoded).
+enum Held {
+    /// All of it, within the limit.
+    Whole,
+    /// Past the limit: the rest is still to come.
+    Partial,
+    /// The upstream failed or stalled mid-body.
+    Failed(StatusCode, &'static str),
+}
+
+/// Reads the response body (framed `framing`; `left` bytes still to come of a length,
+/// `dec` following a chunked one) into `c.held` until its end or past `limit` bytes, each
+/// read within `timeout`.
+async fn hold_body(
+    c: &mut Conn,
+    up: &mut TcpStream,
+    framing: Out,
+    left: &mut u64,
+    dec: &mut Chunked,
+    limit: u64,
+    timeout: Duration,
+) -> Held {
+    c.held.clear();
+    loop {
+        let done = match framing {
+            Out::None => true,
+            Out::Length(_) => {
+                let k = (c.ubuf.len() as u64).min(*left) as usize;
+                c.held.extend_from_slice(&c.ubuf[..k]);
+                c.ubuf.advance(k);
+                *left -= k as u64;
+                *left == 0
+            }
+            Out::Chunked => match dec.feed(&c.ubuf, &mut c.held) {
+                Ok((used, done)) => {
+                    c.ubuf.advance(used);
+                    done
+                }
+                Err(_) => return Held::Failed(StatusCode::BAD_GATEWAY, "upstream error"),
+            },
+            Out::UntilClose => {
+                c.held.extend_from_slice(&c.ubuf);
+                c.ubuf.clear();
+                false
+            }
+        };
+        if c.held.len() as u64 > limit {
+            return Held::Partial;
+        }
+        if done {
+            return Held::Whole;
+        }
+        c.ubuf.reserve(READ_SIZE);
+        match crate::deadline::within(timeout, up.read_buf(&mut c.ubuf)).await {
+            Err(_) => {
+                return Held::Failed(StatusCode::GATEWAY_TIMEOUT, "upstream response too slow")
+            }
+            Ok(Ok(0)) if framing == Out::UntilClose => return Held::Whole,
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                return Held::Failed(StatusCode::BAD_GATEWAY, "upstream error")
+            }
+            Ok(Ok(_)) => {}
         }
     }
 }
@@ -837,17 +1322,18 @@ fn response_framing(buf: &[u8], r: &ResponseHead, head_method: bool) -> (Out, bo
     }
 }
 
-/// Writes the response head the client gets into `out`: the upstream's status and fields
-/// less hop-by-hop ones (and those its `Connection` names), cookies hardened, the host's
-/// security fields where the upstream set none, the request id, our framing.
-fn response_head(
+/// Writes the response head the client gets into `out`, but for its framing (see
+/// [`end_response_head`]): the upstream's status and fields less hop-by-hop ones (and
+/// those its `Connection` names), cookies hardened, the host's security fields where the
+/// upstream set none, the request id. `framing`: the upstream body's (a body's
+/// `Content-Length` is ours).
+fn response_fields(
     out: &mut Vec<u8>,
     buf: &[u8],
     r: &ResponseHead,
     host: &Host,
     framing: Out,
     request_id: &str,
-    close: bool,
 ) {
     out.clear();
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -907,6 +1393,11 @@ fn response_head(
         }
     }
     wire::push_field(out, id_name, request_id.as_bytes());
+}
+
+/// Ends the response head in `out` with our framing of the body sent, and
+/// `Connection: close` when the connection ends after it.
+fn end_response_head(out: &mut Vec<u8>, framing: Out, close: bool) {
     match framing {
         Out::Length(n) => {
             out.extend_from_slice(b"content-length: ");
@@ -948,11 +1439,15 @@ async fn relay(
     up: &mut TcpStream,
     framing: Out,
     fin: &mut Finish,
+    mut dec: Chunked,
 ) -> Result<(), ()> {
+    // Phase 4 sees each piece as it passes (and can only log).
+    let inspect = fin.inspect_response && fin.tx.is_some();
     match framing {
         Out::None => client.write_all(&c.out).await.map_err(|_| ()),
         Out::Length(n) => {
             let k = (c.ubuf.len() as u64).min(n) as usize;
+            inspect_body(fin, &c.ubuf[..k]);
             write2(client, &c.out, &c.ubuf[..k]).await.map_err(|_| ())?;
             c.ubuf.advance(k);
             fin.rec.bytes_out += k as u64;
@@ -964,6 +1459,7 @@ async fn relay(
                     Ok(_) => {}
                 }
                 let k = (c.ubuf.len() as u64).min(left) as usize;
+                inspect_body(fin, &c.ubuf[..k]);
                 client.write_all(&c.ubuf[..k]).await.map_err(|_| ())?;
                 c.ubuf.advance(k);
                 fin.rec.bytes_out += k as u64;
@@ -972,11 +1468,27 @@ async fn relay(
             Ok(())
         }
         Out::Chunked => {
-            let mut dec = Chunked::default();
+            // Inspected: decoded into `held`, shown to the WAF, framed again here.
+            dec.raw = inspect;
             loop {
                 let before = dec.data;
-                let (used, done) = dec.feed(&c.ubuf, &mut c.out).map_err(|_| ())?;
-                c.ubuf.advance(used);
+                let done = if inspect {
+                    c.held.clear();
+                    let (used, done) = dec.feed(&c.ubuf, &mut c.held).map_err(|_| ())?;
+                    c.ubuf.advance(used);
+                    if !c.held.is_empty() {
+                        inspect_body(fin, &c.held);
+                        wire::push_chunk(&mut c.out, &c.held);
+                    }
+                    if done {
+                        c.out.extend_from_slice(b"0\r\n\r\n");
+                    }
+                    done
+                } else {
+                    let (used, done) = dec.feed(&c.ubuf, &mut c.out).map_err(|_| ())?;
+                    c.ubuf.advance(used);
+                    done
+                };
                 fin.rec.bytes_out += dec.data - before;
                 if !c.out.is_empty() {
                     client.write_all(&c.out).await.map_err(|_| ())?;
@@ -995,10 +1507,8 @@ async fn relay(
         Out::UntilClose => {
             loop {
                 if !c.ubuf.is_empty() {
-                    wire::push_hex(&mut c.out, c.ubuf.len() as u64);
-                    c.out.extend_from_slice(b"\r\n");
-                    c.out.extend_from_slice(&c.ubuf);
-                    c.out.extend_from_slice(b"\r\n");
+                    inspect_body(fin, &c.ubuf);
+                    wire::push_chunk(&mut c.out, &c.ubuf);
                     fin.rec.bytes_out += c.ubuf.len() as u64;
                     c.ubuf.clear();
                 }
@@ -1018,8 +1528,10 @@ async fn relay(
     }
 }
 
-/// Writes a response the proxy made (an upstream failure, a body limit) with its length;
-/// its logging runs as its body is read. Returns whether the write succeeded.
+/// Writes a response the proxy made (a block page, an upstream failure, a body limit) with
+/// its length, and `Connection: close` when `close` or the response says so (a `drop`
+/// action); its logging runs as its body is read. Returns whether the connection stays
+/// open (written, and not closing).
 async fn write_generated(
     client: &mut TcpStream,
     out: &mut Vec<u8>,
@@ -1027,6 +1539,11 @@ async fn write_generated(
     close: bool,
 ) -> bool {
     let (parts, body) = resp.into_parts();
+    let close = close
+        || parts
+            .headers
+            .get(http::header::CONNECTION)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
@@ -1056,7 +1573,7 @@ async fn write_generated(
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&body);
-    client.write_all(out).await.is_ok()
+    client.write_all(out).await.is_ok() && !close
 }
 
 #[cfg(test)]

@@ -13,12 +13,16 @@ const MAX_RESPONSE_FIELDS: usize = 100;
 
 /// A chunked body being read: each piece of data found is written to the next hop as one
 /// chunk, the last chunk as `0\r\n\r\n`; chunk extensions and trailers are dropped (the
-/// next hop's framing is ours, RFC 9112 §7.1).
+/// next hop's framing is ours, RFC 9112 §7.1). With `raw` set, only the data is written
+/// (a body held for the WAF, framed again later by its writer); it may be switched between
+/// feeds.
 #[derive(Debug, Default)]
 pub(super) struct Chunked {
     state: ChunkState,
     /// Data bytes seen so far.
     pub(super) data: u64,
+    /// Write the data alone, without chunk framing.
+    pub(super) raw: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -68,7 +72,9 @@ impl Chunked {
                     i += lf + 1;
                     if matches!(self.state, ChunkState::Trailers) {
                         if line.is_empty() {
-                            out.extend_from_slice(b"0\r\n\r\n");
+                            if !self.raw {
+                                out.extend_from_slice(b"0\r\n\r\n");
+                            }
                             self.state = ChunkState::Done;
                         }
                         continue;
@@ -83,10 +89,11 @@ impl Chunked {
                         return Ok((i, false));
                     }
                     let k = (rest.len() as u64).min(n) as usize;
-                    push_hex(out, k as u64);
-                    out.extend_from_slice(b"\r\n");
-                    out.extend_from_slice(&rest[..k]);
-                    out.extend_from_slice(b"\r\n");
+                    if self.raw {
+                        out.extend_from_slice(&rest[..k]);
+                    } else {
+                        push_chunk(out, &rest[..k]);
+                    }
                     self.data += k as u64;
                     i += k;
                     self.state = if k as u64 == n {
@@ -110,6 +117,14 @@ impl Chunked {
             }
         }
     }
+}
+
+/// Appends `data` as one chunk (`data` not empty).
+pub(super) fn push_chunk(out: &mut Vec<u8>, data: &[u8]) {
+    push_hex(out, data.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends a header field line `name: value\r\n`.
@@ -169,6 +184,8 @@ pub(super) fn http_date(secs: u64) -> String {
 pub(super) struct ResponseHead {
     /// The status code.
     pub(super) status: u16,
+    /// The minor version: `HTTP/1.0` or `HTTP/1.1`.
+    pub(super) http10: bool,
     /// The reason phrase.
     pub(super) reason: Range<usize>,
     /// The head's length, up to and including its empty line.
@@ -197,6 +214,7 @@ pub(super) fn parse_response(buf: &[u8], head: &mut ResponseHead) -> Result<bool
         o..o + s.len()
     };
     head.status = r.code.ok_or(BadResponse)?;
+    head.http10 = r.version == Some(0);
     head.reason = r.reason.map_or(0..0, |s| at(s.as_bytes()));
     head.len = len;
     head.fields.clear();
@@ -306,6 +324,31 @@ mod tests {
             assert_eq!(data2, 8);
             let text = String::from_utf8_lossy(&again).into_owned();
             assert!(text.ends_with("0\r\n\r\n"), "{text}");
+        }
+    }
+
+    #[test]
+    fn raw_decoding_gives_the_data_alone_in_any_split() {
+        let input = b"3;ext=1\r\nabc\r\n5\nhello\n0\r\nTrailer: 1\r\n\r\nGET";
+        for step in 1..input.len() {
+            let mut c = Chunked {
+                raw: true,
+                ..Chunked::default()
+            };
+            let (mut out, mut held) = (Vec::new(), Vec::new());
+            let mut done = false;
+            for piece in input.chunks(step) {
+                held.extend_from_slice(piece);
+                let (used, d) = c.feed(&held, &mut out).unwrap();
+                held.drain(..used);
+                if d {
+                    done = true;
+                    break;
+                }
+            }
+            assert!(done, "step {step}");
+            assert_eq!(out, b"abchello", "step {step}");
+            assert_eq!(c.data, 8);
         }
     }
 
