@@ -193,15 +193,21 @@ impl TxState {
                 let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
+                    // Most targets have no exclusion of their variable, static or removed
+                    // at run time: then no key is excluded, and no value asks.
+                    let may_exclude = rule.exclusions.iter().any(|(v, _)| *v == variable)
+                        || removed_targets.iter().any(|(_, t)| t.variable == variable);
                     let excluded = |key: &[u8]| {
-                        rule.exclusions
-                            .iter()
-                            .any(|(v, s)| *v == variable && s.matches(key))
-                            || removed_targets.iter().any(|(s, t)| {
-                                t.variable == variable
-                                    && t.selector.matches(key)
-                                    && head.selected_by(s)
-                            })
+                        may_exclude
+                            && (rule
+                                .exclusions
+                                .iter()
+                                .any(|(v, s)| *v == variable && s.matches(key))
+                                || removed_targets.iter().any(|(s, t)| {
+                                    t.variable == variable
+                                        && t.selector.matches(key)
+                                        && head.selected_by(s)
+                                }))
                     };
                     // Runs the operator on one value (unless its result is `known`) and
                     // records a match; true when it matched.
@@ -401,7 +407,16 @@ impl TxState {
     /// [`crate::compile::plan`]): then the scratch holds its matches (none when the plan
     /// shows it cannot match).
     fn plan_decides(&mut self, rule: &Rule) -> bool {
-        if rule.plan.tx_test && self.removed_targets.is_empty() {
+        // A target removed at run time (`ctl:ruleRemoveTarget*`) could be this rule's
+        // `TX:name` only if it names `TX`: CRS removes `REQUEST_FILENAME` from its XSS
+        // rules on nearly every request (941010), and that must not send every paranoia
+        // gate of the phases after it to the value loop.
+        if rule.plan.tx_test
+            && self
+                .removed_targets
+                .iter()
+                .all(|(_, t)| t.variable != Variable::Tx)
+        {
             if let (Some(op), [target]) = (&rule.operator, rule.targets.as_slice()) {
                 if let Selector::Key(key) = &target.selector {
                     // As `TxData::visit` and the value loop would: nothing set is nothing
