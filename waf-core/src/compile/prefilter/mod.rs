@@ -212,6 +212,9 @@ impl Prefilter {
 /// (group, bit) pairs that one union pattern enables.
 type GroupBits = Vec<(u32, u32)>;
 
+/// A group's literals, each with the bits (rules) it enables.
+type LiteralBits = HashMap<Vec<u8>, Vec<u32>>;
+
 /// One Aho-Corasick automaton over the literals of every group (ASCII case ignored, as
 /// each group's own automaton ignores it).
 ///
@@ -405,7 +408,8 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
     let mut union_literals: HashMap<Vec<u8>, GroupBits> = HashMap::new();
-    let mut pending: Vec<(u32, HashMap<Vec<u8>, Vec<u32>>)> = Vec::new();
+    // (group, literal → rule bits) of each group, for its automaton.
+    let mut pending: Vec<(u32, LiteralBits)> = Vec::new();
     for (_, mut draft) in groups {
         let mut always = Vec::new();
         #[cfg(feature = "hyperscan")]
