@@ -104,7 +104,11 @@ enum Item {
 }
 
 /// Compiles directives in order; the prefilter groups are scanned by `backend`.
-pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<Program, Error> {
+///
+/// Takes the directives by value so that the syntax tree (and the drafts' copies of it, about
+/// 5 MB for CRS) is freed before the prefilter automata are built: that is where loading
+/// peaks (`benches/PROFILE.md`, "Eighth session").
+pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Result<Program, Error> {
     let mut config = Config::default();
     let mut warnings = Vec::new();
     let mut drafts: Vec<Draft> = Vec::new();
@@ -116,7 +120,7 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     // Removal and update directives, applied once every rule is known (see the module doc).
     let mut exceptions: Vec<&Directive> = Vec::new();
 
-    for d in directives {
+    for d in &directives {
         if let Some(note) = &d.note {
             warnings.push(Warning {
                 location: Some(Location::from_span(&d.span)),
@@ -296,6 +300,8 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
     warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
+    drop((drafts, default_sets, items));
+    drop(directives);
     let prefilters = prefilter::build(&mut rules, backend);
     let summaries = plan::build(&mut rules);
     Ok(Program {

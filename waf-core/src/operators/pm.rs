@@ -52,11 +52,14 @@ impl Pm {
     /// Builds the automaton over `phrases` (each used as is; empty ones are dropped). No
     /// phrase at all gives a matcher that never matches.
     pub(crate) fn from_phrases<P: AsRef<[u8]>>(phrases: &[P]) -> Result<Pm, String> {
-        // The crate picks the automaton: a DFA for short lists, a compact NFA for long
-        // ones (a DFA over `@pmFromFile` lists cost 46 MB for CRS). The phrases also join
-        // the rule's prefilter, so this automaton runs only on values holding a phrase.
+        // Always the compact (contiguous) NFA: the phrases also join the rule's prefilter,
+        // so this automaton runs only on values holding a phrase, where its speed hardly
+        // shows. The crate's own pick (a DFA for lists of up to 100 phrases) took 5.3 MB of
+        // heap for CRS's short lists; a DFA over its `@pmFromFile` lists would take 46 MB
+        // (`benches/PROFILE.md`, "Eighth session").
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
             .build(phrases.iter().map(AsRef::as_ref).filter(|p| !p.is_empty()))
             .map_err(|e| format!("cannot build phrase matcher: {e}"))?;
         let phrases = phrases

@@ -65,8 +65,12 @@ impl Rx {
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
         let (regex, unicode) = compile_with_mode(pattern)?;
         let rewritten = rewrite_braced_hex(pattern);
-        let literals = super::rx_literals::required_literals(&rewritten, false);
-        let scan_pattern = (!unicode && never_empty(&rewritten)).then(|| rewritten.into_owned());
+        // One parse for the literal set and the empty-match test (both read it with Unicode
+        // off, as the scanners do).
+        let hir = super::rx_literals::parse(&rewritten, false);
+        let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
+        let scan_pattern =
+            (!unicode && hir.as_ref().is_some_and(never_empty)).then(|| rewritten.into_owned());
         Ok(Rx {
             regex,
             backtracking: None,
@@ -202,19 +206,10 @@ pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
     compile_with_mode(pattern).map(|(regex, _)| regex)
 }
 
-/// Whether every match of `pattern` (already rewritten, read with Unicode off) is at least
-/// one byte long. `false` when unsure.
-fn never_empty(pattern: &str) -> bool {
-    regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .dot_matches_new_line(true)
-        .multi_line(true)
-        .build()
-        .parse(pattern)
-        .ok()
-        .and_then(|hir| hir.properties().minimum_len())
-        .is_some_and(|n| n > 0)
+/// Whether every match of a pattern (already rewritten, read with Unicode off by
+/// [`super::rx_literals::parse`]) is at least one byte long. `false` when unsure.
+fn never_empty(hir: &regex_syntax::hir::Hir) -> bool {
+    hir.properties().minimum_len().is_some_and(|n| n > 0)
 }
 
 /// [`compile_pattern`], and whether it needed Unicode mode.

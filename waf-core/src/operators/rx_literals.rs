@@ -22,16 +22,28 @@ const MAX_LITERALS: usize = 3000;
 
 /// The lower-cased literals every match starts with, or `None` when there is no such
 /// finite set.
+#[cfg(test)]
 pub(crate) fn required_literals(pattern: &str, unicode: bool) -> Option<Vec<Vec<u8>>> {
-    let hir = ParserBuilder::new()
+    literals_of(&parse(pattern, unicode)?)
+}
+
+/// `pattern` read the way `@rx` compiles it (dot-all, multi-line, bytes), or `None` when it
+/// does not parse so.
+pub(crate) fn parse(pattern: &str, unicode: bool) -> Option<Hir> {
+    ParserBuilder::new()
         .unicode(unicode)
         .utf8(false)
         .dot_matches_new_line(true)
         .multi_line(true)
         .build()
         .parse(pattern)
-        .ok()?;
-    let folded = fold_case(&hir);
+        .ok()
+}
+
+/// [`required_literals`] of a parsed pattern (one parse serves this and `rx::Rx::new`'s
+/// other questions: a parse of every CRS pattern is about 13 % of loading CRS).
+pub(crate) fn literals_of(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    let folded = fold_case(hir);
     let mut extractor = Extractor::new();
     extractor
         .kind(ExtractKind::Prefix)

@@ -212,6 +212,9 @@ impl Prefilter {
 /// (group, bit) pairs that one union pattern enables.
 type GroupBits = Vec<(u32, u32)>;
 
+/// A group's literals, each with the bits (rules) it enables.
+type LiteralBits = HashMap<Vec<u8>, Vec<u32>>;
+
 /// One Aho-Corasick automaton over the literals of every group (ASCII case ignored, as
 /// each group's own automaton ignores it).
 ///
@@ -405,6 +408,8 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
     let mut union_literals: HashMap<Vec<u8>, GroupBits> = HashMap::new();
+    // (group, literal → rule bits) of each group, for its automaton.
+    let mut pending: Vec<(u32, LiteralBits)> = Vec::new();
     for (_, mut draft) in groups {
         let mut always = Vec::new();
         #[cfg(feature = "hyperscan")]
@@ -435,13 +440,15 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
                 entry.extend(bits.iter().map(|&b| (draft.index, b)));
             }
         }
-        let literals = literals::LiteralScanner::build(std::mem::take(&mut draft.literals));
+        // The group's automaton is built after the union's (below).
+        let has_literals = !draft.literals.is_empty();
+        pending.push((draft.index, std::mem::take(&mut draft.literals)));
         out.push((
             draft.index,
             Prefilter {
                 union: None,
-                in_union: in_union && literals.is_some(),
-                literals,
+                in_union: in_union && has_literals,
+                literals: None,
                 #[cfg(feature = "hyperscan")]
                 hyperscan,
                 always,
@@ -458,11 +465,20 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
     }
     out.sort_by_key(|(g, _)| *g);
     let mut prefilters: Vec<Prefilter> = out.into_iter().map(|(_, p)| p).collect();
+    // The union first, then each group's automaton: building an automaton goes through a
+    // bigger intermediate one (aho-corasick's noncontiguous NFA), and the union's (2.5 MB
+    // for CRS) was the peak of loading when it came last (`benches/PROFILE.md`, "Eighth
+    // session").
     if let Some(union) = Union::build(union_literals).map(std::sync::Arc::new) {
         for (i, p) in prefilters.iter_mut().enumerate() {
             if p.in_union {
                 p.union = Some((std::sync::Arc::clone(&union), i as u32));
             }
+        }
+    }
+    for (group, lits) in pending {
+        if let Some(p) = prefilters.get_mut(group as usize) {
+            p.literals = literals::LiteralScanner::build(lits);
         }
     }
     #[cfg(feature = "hyperscan")]
