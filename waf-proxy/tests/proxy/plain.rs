@@ -417,6 +417,38 @@ async fn a_chunked_body_over_the_limit_gets_413_and_the_connection_ends() {
 
 /// A scripted upstream on raw TCP: reads each request head (and its `Content-Length`
 /// body) and answers by path; counts its connections.
+/// Reads the next request (its head and a `Content-Length` body) from `s`, with `buf`
+/// holding what was read beyond the last one; the head lower-cased and the body's length,
+/// or `None` once the client closes.
+pub(crate) fn next_request(
+    s: &mut std::net::TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<(String, usize)> {
+    let mut b = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return None,
+            Ok(k) => buf.extend_from_slice(&b[..k]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    while buf.len() < end + len {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return None,
+            Ok(k) => buf.extend_from_slice(&b[..k]),
+        }
+    }
+    buf.drain(..end + len);
+    Some((head, len))
+}
+
 fn raw_upstream() -> (SocketAddr, Arc<AtomicUsize>) {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -428,29 +460,7 @@ fn raw_upstream() -> (SocketAddr, Arc<AtomicUsize>) {
             n.fetch_add(1, Ordering::SeqCst);
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
-                let mut b = [0u8; 4096];
-                loop {
-                    let end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        match s.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&b[..k]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length: "))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while buf.len() < end + len {
-                        match s.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&b[..k]),
-                        }
-                    }
-                    buf.drain(..end + len);
+                while let Some((head, _)) = next_request(&mut s, &mut buf) {
                     let path = head.split(' ').nth(1).unwrap_or("").to_string();
                     let answer: &[u8] = match path.as_str() {
                         "/chunked" => b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nSet-Cookie: s=1\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nX-T: 1\r\n\r\n",

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::plain::{parse_all, talk_raw, Resp};
+use crate::plain::{next_request, parse_all, talk_raw, Resp};
 use crate::util::*;
 
 /// Request rules in phases 1 and 2, a response rule in phase 4.
@@ -56,29 +56,7 @@ fn mixed_case_upstream() -> SocketAddr {
             let Ok(mut s) = s else { continue };
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
-                let mut b = [0u8; 4096];
-                loop {
-                    let end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        match s.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&b[..k]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length: "))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while buf.len() < end + len {
-                        match s.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&b[..k]),
-                        }
-                    }
-                    buf.drain(..end + len);
+                while let Some((head, len)) = next_request(&mut s, &mut buf) {
                     let target = head.split(' ').nth(1).unwrap_or("").to_string();
                     let path = target.split('?').next().unwrap_or("").to_string();
                     let answer = match path.as_str() {
