@@ -104,11 +104,7 @@ enum Item {
 }
 
 /// Compiles directives in order; the prefilter groups are scanned by `backend`.
-///
-/// Takes the directives by value so that the syntax tree (and the drafts' copies of it, about
-/// 5 MB for CRS) is freed before the prefilter automata are built: that is where loading
-/// peaks (`benches/PROFILE.md`, "Eighth session").
-pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Result<Program, Error> {
+pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<Program, Error> {
     let mut config = Config::default();
     let mut warnings = Vec::new();
     let mut drafts: Vec<Draft> = Vec::new();
@@ -120,7 +116,7 @@ pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Resul
     // Removal and update directives, applied once every rule is known (see the module doc).
     let mut exceptions: Vec<&Directive> = Vec::new();
 
-    for d in &directives {
+    for d in directives {
         if let Some(note) = &d.note {
             warnings.push(Warning {
                 location: Some(Location::from_span(&d.span)),
@@ -300,8 +296,6 @@ pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Resul
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
     warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
-    drop((drafts, default_sets, items));
-    drop(directives);
     let prefilters = prefilter::build(&mut rules, backend);
     let summaries = plan::build(&mut rules);
     Ok(Program {
