@@ -276,14 +276,17 @@ impl TransformCache {
             // bits, with no transformation and no scan of the group's own. A long value
             // (a body) is read by few groups, and the union's bigger automaton costs more
             // per byte than the group's DFA.
-            if let Some((union, g)) = prefilter.union.as_ref() {
-                if raw.len() <= UNION_SUMMARY_MAX && prefilter.decides_from_hits() {
-                    let row = self.row(key);
-                    if self.raw_features(row, raw) & prefilter.case_only_unless == 0 {
-                        let (s, e) = self.union_range(row, raw, union);
-                        let (hits, bits) = (&self.hits[s as usize..e as usize], &mut self.bits);
-                        union.bits_of(hits, *g, &mut bits[offset..offset + words]);
-                        prefilter.set_always(&mut bits[offset..offset + words]);
+            let union = prefilter
+                .union
+                .as_ref()
+                .filter(|_| prefilter.decides_from_hits());
+            if let Some((union, _)) = union.filter(|_| raw.len() <= UNION_SUMMARY_MAX) {
+                let row = self.row(key);
+                if self.raw_features(row, raw) & prefilter.case_only_unless == 0 {
+                    let (s, e) = self.union_range(row, raw, union);
+                    let (hits, bits) = (&self.hits[s as usize..e as usize], &mut self.bits);
+                    let bits = &mut bits[offset..offset + words];
+                    if prefilter.bits_from_hits(hits, bits).is_some() {
                         return;
                     }
                 }
@@ -413,27 +416,6 @@ impl TransformCache {
         // Single values and small collections scan with the group's own automaton (a
         // DFA for most groups): on a few short values that costs less than the union's
         // bigger automaton; the union pays off on big collections (`build_candidates`).
-        // A value whose union hits are known (its summaries took them) and that the chain
-        // left as it was but for case takes its bits from them, as its summary did.
-        if let Some((union, g)) = prefilter.union.as_ref() {
-            if prefilter.decides_from_hits() {
-                let row = self.row(key);
-                let scanned = self
-                    .union_rows
-                    .get(row)
-                    .filter(|r| r.0 != u32::MAX)
-                    .copied();
-                if let Some((s, e)) = scanned {
-                    if self.slice(slot, raw).eq_ignore_ascii_case(raw) {
-                        let (hits, bits) = (&self.hits[s as usize..e as usize], &mut self.bits);
-                        union.bits_of(hits, *g, &mut bits[offset..offset + prefilter.words]);
-                        prefilter.set_always(&mut bits[offset..offset + prefilter.words]);
-                        self.prefiltered.insert((key, group), offset);
-                        return offset;
-                    }
-                }
-            }
-        }
         let input = match slot {
             Slot::Raw => raw,
             Slot::Arena(i) => {

@@ -188,14 +188,6 @@ impl Prefilter {
         self.union.is_some()
     }
 
-    /// Sets the bits of the rules that get theirs on every value (see
-    /// [`Prefilter::sets_always`]).
-    pub(crate) fn set_always(&self, bits: &mut [u64]) {
-        for &bit in &self.always {
-            set_bit(bits, bit);
-        }
-    }
-
     /// Whether some rule of the group gets its bit on every value (no literals to
     /// prefilter on).
     pub(crate) fn sets_always(&self) -> bool {

@@ -421,11 +421,7 @@ fn plan(
 /// Ends the upstream request head in `out` with the framing of the body sent.
 fn end_head(out: &mut Vec<u8>, framing: Framing, has_length: bool) {
     match framing {
-        Framing::Length(n) => {
-            out.extend_from_slice(b"content-length: ");
-            wire::push_dec(out, n);
-            out.extend_from_slice(b"\r\n");
-        }
+        Framing::Length(n) => wire::push_content_length(out, n),
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         Framing::None if has_length => out.extend_from_slice(b"content-length: 0\r\n"),
         Framing::None => {}
@@ -1399,11 +1395,7 @@ fn response_fields(
 /// `Connection: close` when the connection ends after it.
 fn end_response_head(out: &mut Vec<u8>, framing: Out, close: bool) {
     match framing {
-        Out::Length(n) => {
-            out.extend_from_slice(b"content-length: ");
-            wire::push_dec(out, n);
-            out.extend_from_slice(b"\r\n");
-        }
+        Out::Length(n) => wire::push_content_length(out, n),
         Out::Chunked | Out::UntilClose => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         Out::None => {}
     }
@@ -1565,9 +1557,7 @@ async fn write_generated(
         }
         wire::push_field(out, n.as_str().as_bytes(), v.as_bytes());
     }
-    out.extend_from_slice(b"content-length: ");
-    wire::push_dec(out, body.len() as u64);
-    out.extend_from_slice(b"\r\n");
+    wire::push_content_length(out, body.len() as u64);
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }

@@ -135,6 +135,13 @@ pub(super) fn push_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends the field line `content-length: n\r\n`.
+pub(super) fn push_content_length(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(b"content-length: ");
+    push_dec(out, n);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends `v` in lower-case hex.
 pub(super) fn push_hex(out: &mut Vec<u8>, v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
