@@ -886,6 +886,7 @@ fn build_rule(
         )
         .then(|| interner.operator_id(&op.name, &op.argument));
         rule.operator = Some(RuleOperator {
+            required_classes: operator.required_classes(),
             operator,
             negated: op.negated,
             memo,

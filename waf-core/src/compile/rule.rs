@@ -81,6 +81,10 @@ pub(crate) struct RuleOperator {
     /// (`@detectSQLi`, `@detectXSS`, `@rx`, `@pm`): an id shared by every rule with the same
     /// operator and argument. The transaction remembers the result per (value, chain, id).
     pub(crate) memo: Option<u32>,
+    /// The operator's [`Operator::required_classes`]: a value whose byte classes
+    /// ([`crate::transformations::features`]) miss all of them gets "no match" without a
+    /// call. 0: every value is evaluated.
+    pub(crate) required_classes: crate::transformations::features::Features,
 }
 
 /// One thing a rule inspects.

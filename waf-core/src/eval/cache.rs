@@ -88,6 +88,9 @@ pub(crate) struct TransformCache {
     /// and no per-allocation overhead in a big body's peak memory.
     arena: Vec<u8>,
     spans: Vec<(u32, u32)>,
+    /// For each value of `spans`: its byte classes (`transformations::features`), 0 while
+    /// not computed.
+    span_features: Vec<u32>,
     /// (value, prefilter group) → offset of its bit set in `bits`.
     prefiltered: HashMap<(ValueKey, u32), usize, FastState>,
     bits: Vec<u64>,
@@ -173,6 +176,7 @@ impl TransformCache {
         self.features.clear();
         self.arena.clear();
         self.spans.clear();
+        self.span_features.clear();
         self.prefiltered.clear();
         self.bits.clear();
         self.candidates.clear();
@@ -609,6 +613,27 @@ impl TransformCache {
         self.features[row]
     }
 
+    /// The byte classes (`transformations::features`) of `raw` after a chain left it in
+    /// `slot` (from [`TransformCache::transform_slot`] for `key`), computed once per value.
+    pub(crate) fn classes(&mut self, key: ValueKey, slot: Slot, raw: &[u8]) -> features::Features {
+        match slot {
+            Slot::Raw => {
+                let row = self.row(key);
+                self.raw_features(row, raw)
+            }
+            Slot::Arena(i) => match self.span_features.get(i) {
+                Some(&f) if f != 0 => f,
+                _ => {
+                    let f = features::of(self.arena_value(i));
+                    if let Some(e) = self.span_features.get_mut(i) {
+                        *e = f;
+                    }
+                    f
+                }
+            },
+        }
+    }
+
     /// Copies a transformed value into the arena.
     fn keep(&mut self, value: &[u8]) -> Slot {
         let start = self.arena.len();
@@ -621,6 +646,7 @@ impl TransformCache {
             u32::try_from(self.arena.len()).unwrap_or(u32::MAX),
         );
         self.spans.push(span);
+        self.span_features.push(0);
         Slot::Arena(self.spans.len() - 1)
     }
 

@@ -216,9 +216,27 @@ impl TxState {
                     // has no groups to fill).
                     let memo = op.memo.filter(|_| !capturing);
                     let chain = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
+                    // The byte classes every match needs (`operators::rx_classes`); the
+                    // reference evaluation runs without, so the plan test checks the gate.
+                    let gate = if reference { 0 } else { op.required_classes };
+                    // `classes`: the value's byte classes when the caller knows them, or 0.
                     let mut check_known =
-                        |value: &[u8], name: &VarName<'_>, known: Option<bool>| {
+                        |value: &[u8],
+                         name: &VarName<'_>,
+                         known: Option<bool>,
+                         classes: features::Features| {
                             let hit = known.unwrap_or_else(|| {
+                                if gate != 0 {
+                                    let classes = match classes {
+                                        0 => features::of(value),
+                                        c => c,
+                                    };
+                                    if classes & gate == 0 {
+                                        // No byte every match needs: the operator would
+                                        // answer "no match".
+                                        return false;
+                                    }
+                                }
                                 op.operator.evaluate(
                                     value,
                                     data,
@@ -278,7 +296,12 @@ impl TxState {
                             );
                             let memo = memo.map(|m| (key, chain, m));
                             let known = memo.and_then(|k| cache.recall(k));
-                            let matched = check_known(cache.slice(slot, raw), &name, known);
+                            let classes = match (gate, known) {
+                                (0, _) | (_, Some(_)) => 0,
+                                _ => cache.classes(key, slot, raw),
+                            };
+                            let matched =
+                                check_known(cache.slice(slot, raw), &name, known, classes);
                             if let (Some(k), None) = (memo, known) {
                                 cache.remember(k, matched != op.negated);
                             }
@@ -293,7 +316,7 @@ impl TxState {
                         };
                         let num = Num::new(n as i128);
                         let value = super::cache::apply_all(num.as_bytes(), &rule.transformations);
-                        check_known(&value, &name, None);
+                        check_known(&value, &name, None, 0);
                         continue;
                     }
                     data.visit(
@@ -304,13 +327,13 @@ impl TxState {
                             if rule.multi_match {
                                 // Run the operator on the value before and after each step that
                                 // changed it.
-                                if check_known(raw, &name, None) {
+                                let mut classes = features::of(raw);
+                                if check_known(raw, &name, None, classes) {
                                     return;
                                 }
                                 let mut value: Cow<'_, [u8]> = Cow::Borrowed(raw);
                                 // A step the value's byte classes show cannot change it
                                 // is passed by unread (`transformations::features`).
-                                let mut classes = features::of(raw);
                                 for t in &rule.transformations {
                                     if !t.may_change(classes) {
                                         continue;
@@ -322,7 +345,7 @@ impl TxState {
                                     if let Some(v) = next {
                                         value = Cow::Owned(v);
                                         classes = features::of(&value);
-                                        if check_known(&value, &name, None) {
+                                        if check_known(&value, &name, None, classes) {
                                             return;
                                         }
                                     }
@@ -349,13 +372,18 @@ impl TxState {
                                 let memo =
                                     memo.filter(|_| known.is_none()).map(|m| (key, chain, m));
                                 let known = known.or_else(|| memo.and_then(|k| cache.recall(k)));
-                                let matched = check_known(cache.slice(slot, raw), &name, known);
+                                let classes = match (gate, known) {
+                                    (0, _) | (_, Some(_)) => 0,
+                                    _ => cache.classes(key, slot, raw),
+                                };
+                                let matched =
+                                    check_known(cache.slice(slot, raw), &name, known, classes);
                                 if let (Some(k), None) = (memo, known) {
                                     cache.remember(k, matched != op.negated);
                                 }
                             } else {
                                 let value = super::cache::apply_all(raw, &rule.transformations);
-                                check_known(&value, &name, None);
+                                check_known(&value, &name, None, 0);
                             }
                         },
                     );

@@ -37,6 +37,7 @@ mod pm;
 mod pm_from_file;
 mod rx;
 pub(crate) mod rx_backtrack;
+pub(crate) mod rx_classes;
 mod rx_literals;
 mod streq;
 mod strmatch;
@@ -223,6 +224,15 @@ impl Operator {
             Operator::Rx(rx) => rx.required_literals(),
             Operator::Pm(pm) => pm.required_literals(),
             _ => None,
+        }
+    }
+
+    /// Byte classes ([`crate::transformations::features`]) of which the operator can only
+    /// match a value holding one (see [`rx_classes`]); 0 when there is no such set.
+    pub(crate) fn required_classes(&self) -> crate::transformations::features::Features {
+        match self {
+            Operator::Rx(rx) => rx.required_classes(),
+            _ => 0,
         }
     }
 

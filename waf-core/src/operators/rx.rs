@@ -45,6 +45,7 @@ use super::rx_backtrack::{Backtracking, Search};
 use super::{Captures, MAX_CAPTURES};
 use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
 use crate::macros::MacroExpander;
+use crate::transformations::features::Features;
 
 /// A compiled `@rx`.
 #[derive(Debug)]
@@ -58,6 +59,8 @@ pub(crate) struct Rx {
     /// The pattern as compiled, for a multi-pattern scanner that reads it the same way:
     /// set when it compiled with Unicode off and every match is at least one byte long.
     scan_pattern: Option<String>,
+    /// Byte classes every match holds one of (see [`super::rx_classes`]); 0: no gate.
+    required_classes: Features,
 }
 
 impl Rx {
@@ -69,6 +72,12 @@ impl Rx {
         // off, as the scanners do).
         let hir = super::rx_literals::parse(&rewritten, false);
         let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
+        // The tree was read with Unicode off: it describes the compiled regex only if that
+        // was too.
+        let required_classes = match &hir {
+            Some(hir) if !unicode => super::rx_classes::required_classes(hir),
+            _ => 0,
+        };
         let scan_pattern =
             (!unicode && hir.as_ref().is_some_and(never_empty)).then(|| rewritten.into_owned());
         Ok(Rx {
@@ -76,6 +85,7 @@ impl Rx {
             backtracking: None,
             literals,
             scan_pattern,
+            required_classes,
         })
     }
 
@@ -115,12 +125,19 @@ impl Rx {
             literals: None,
             // Nor may a scanner read it as a linear-engine pattern.
             scan_pattern: None,
+            required_classes: 0,
         })
     }
 
     /// Whether the pattern runs on the backtracking engine.
     pub(crate) fn is_backtracking(&self) -> bool {
         self.backtracking.is_some()
+    }
+
+    /// Byte classes ([`crate::transformations::features`]) every match holds one of, or
+    /// 0 when unknown: a value with none of them does not match.
+    pub(crate) fn required_classes(&self) -> Features {
+        self.required_classes
     }
 
     /// Lower-cased literals such that every match starts with one of them, if known.
