@@ -62,6 +62,9 @@ pub(crate) struct SetVar {
     pub(crate) collection: CollectionName,
     pub(crate) key: MacroString,
     pub(crate) op: SetVarOp,
+    /// For a `TX` variable whose name has no macro: its slot in the transaction's `TX`
+    /// table (`Program::tx_names`, set by the compiler), or `u32::MAX`.
+    pub(crate) tx_slot: u32,
 }
 
 impl SetVar {
@@ -103,6 +106,7 @@ impl SetVar {
             collection,
             key,
             op,
+            tx_slot: u32::MAX,
         })
     }
 }

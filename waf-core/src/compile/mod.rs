@@ -20,7 +20,7 @@ pub use prefilter::ScanBackend;
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::actions::{self, Action, Disruptive};
+use crate::actions::{self, Action, CollectionName, Disruptive, Effect};
 use crate::error::{Error, ErrorKind, Location, Warning};
 use crate::operators::{Operator, OperatorError};
 use crate::seclang::{ActionAst, Directive, DirectiveKind, IdRange, RuleAst, Span, VariableAst};
@@ -44,6 +44,9 @@ pub(crate) struct Program {
     pub(crate) prefilters: Vec<prefilter::Prefilter>,
     /// Value summaries the rules' plans refer to (see [`plan`]).
     pub(crate) summaries: plan::Summaries,
+    /// The `TX` names every transaction's table keeps at fixed slots
+    /// ([`plan::RulePlan::tx_slot`]).
+    pub(crate) tx_names: std::sync::Arc<[Vec<u8>]>,
     pub(crate) warnings: Vec<Warning>,
     /// Evaluate every rule the straightforward way: every value of every target through
     /// the transformations and the operator, with no prefilter, cache or skip. Slower;
@@ -297,9 +300,12 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
     let prefilters = prefilter::build(&mut rules, backend);
-    let summaries = plan::build(&mut rules);
+    let mut summaries = plan::build(&mut rules);
+    let mut tx_names = std::mem::take(&mut summaries.tx_names);
+    slot_tx_setvars(&mut rules, &mut tx_names);
     Ok(Program {
         prefilters,
+        tx_names: tx_names.into(),
         summaries,
         config,
         rules,
@@ -309,6 +315,39 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
         path_exclusions: Vec::new(),
         prefix_count,
     })
+}
+
+/// Gives every `setvar` of a `TX` name without macros a slot in `names` (the slots the
+/// plan gave its `TX` tests first), so that the transaction sets it by index.
+fn slot_tx_setvars(rules: &mut [Rule], names: &mut Vec<Vec<u8>>) {
+    let mut index: HashMap<Vec<u8>, u32> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i as u32))
+        .collect();
+    fn visit(rule: &mut Rule, names: &mut Vec<Vec<u8>>, index: &mut HashMap<Vec<u8>, u32>) {
+        for effect in &mut rule.effects {
+            let Effect::SetVar(s) = effect else { continue };
+            let Some(name) = s
+                .key
+                .as_literal()
+                .filter(|_| s.collection == CollectionName::Tx)
+            else {
+                continue;
+            };
+            // `SetVar::parse` lower-cased the name, as the table keeps names.
+            s.tx_slot = *index.entry(name.to_vec()).or_insert_with(|| {
+                names.push(name.to_vec());
+                names.len() as u32 - 1
+            });
+        }
+        if let Some(child) = &mut rule.chain {
+            visit(child, names, index);
+        }
+    }
+    for rule in rules {
+        visit(rule, names, &mut index);
+    }
 }
 
 /// Renumbers every rule's chain prefix ids to columns of the per-transaction table of

@@ -68,6 +68,10 @@ pub(crate) struct RulePlan {
     /// The rule reads one `TX:name` and nothing else, untransformed, with no exclusion,
     /// capture or `multiMatch`: it can be decided by one lookup and one operator call.
     pub(crate) tx_test: bool,
+    /// For a `tx_test` rule, the slot of its name in [`Summaries::tx_names`]: the
+    /// transaction's `TX` table keeps that name at that index, so the lookup is an index,
+    /// not a hash.
+    pub(crate) tx_slot: u32,
 }
 
 /// The summaries of a program and, for each rule, which of them it reads.
@@ -77,6 +81,8 @@ pub(crate) struct Summaries {
     pub(crate) specs: Vec<Summary>,
     /// The ranges of [`RulePlan::summaries`] point here.
     pub(crate) refs: Vec<u32>,
+    /// The `TX` names `tx_test` rules read, by slot ([`RulePlan::tx_slot`]).
+    pub(crate) tx_names: Vec<Vec<u8>>,
 }
 
 /// Whether every value [`crate::eval::data::TxData::visit`] yields for `v` carries a cache
@@ -167,6 +173,17 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
                 && rule.exclusions.is_empty()
                 && !rule.capture
                 && !rule.multi_match;
+            if let (true, [t]) = (rule.plan.tx_test, rule.targets.as_slice()) {
+                if let Selector::Key(key) = &t.selector {
+                    rule.plan.tx_slot = match out.tx_names.iter().position(|n| n == key) {
+                        Some(i) => i as u32,
+                        None => {
+                            out.tx_names.push(key.clone());
+                            out.tx_names.len() as u32 - 1
+                        }
+                    };
+                }
+            }
             let summarisable = !op.negated
                 && !rule.multi_match
                 && !rule.targets.is_empty()

@@ -49,8 +49,12 @@ impl TxState {
     }
 
     fn set_var(&mut self, s: &SetVar) {
+        // A `TX` name without macros has a slot in the table (`eval::vars`): set and read
+        // by index, with no hashing.
+        let slot = (s.tx_slot != u32::MAX && self.data.tx.has_slots(&self.program.tx_names))
+            .then_some(s.tx_slot);
         let mut key = s.key.expand(&self.data);
-        if key.iter().any(u8::is_ascii_uppercase) {
+        if slot.is_none() && key.iter().any(u8::is_ascii_uppercase) {
             key = std::borrow::Cow::Owned(key.to_ascii_lowercase());
         }
         let num;
@@ -59,7 +63,11 @@ impl TxState {
             SetVarOp::Set(v) => Some(v.expand(&self.data)),
             SetVarOp::Add(v) | SetVarOp::Sub(v) => {
                 let delta = parse_int(&v.expand(&self.data));
-                let current = self.var_value(s.collection, &key).map_or(0, parse_int);
+                let current = match slot {
+                    Some(i) => self.data.tx.get_slot(i),
+                    None => self.var_value(s.collection, &key),
+                };
+                let current = current.map_or(0, parse_int);
                 let n = if matches!(s.op, SetVarOp::Add(_)) {
                     current.saturating_add(delta)
                 } else {
@@ -72,7 +80,10 @@ impl TxState {
         match s.collection {
             CollectionName::Tx => match value {
                 // Overwrite in place when the variable exists: no allocation.
-                Some(v) => self.data.tx.set(&key, &v),
+                Some(v) => match slot {
+                    Some(i) => self.data.tx.set_slot(i, &v),
+                    None => self.data.tx.set(&key, &v),
+                },
                 None => {
                     self.data.tx.remove(&key);
                 }

@@ -105,6 +105,7 @@ impl TxState {
         let serial = runtime.next_serial();
         let mut recycled = runtime.pool.take();
         recycled.cache.set_width(program.prefix_count);
+        recycled.tx.prepare(&program.tx_names);
         // With the engine off no rule runs (and no `ctl` can turn it on), so what only rules
         // read is not formatted: a host that runs just the policy pays for none of it.
         let rules_run = config.engine_mode != EngineMode::Off;

@@ -448,8 +448,15 @@ impl TxState {
             if let (Some(op), [target]) = (&rule.operator, rule.targets.as_slice()) {
                 if let Selector::Key(key) = &target.selector {
                     // As `TxData::visit` and the value loop would: nothing set is nothing
-                    // visited; a match is recorded under `TX:name`.
-                    if let Some(v) = self.data.tx.get(key) {
+                    // visited; a match is recorded under `TX:name`. The name's slot is an
+                    // index into the table (`eval::vars`), not a hash lookup.
+                    let tx = &self.data.tx;
+                    let value = if tx.has_slots(&self.program.tx_names) {
+                        tx.get_slot(rule.plan.tx_slot)
+                    } else {
+                        tx.get(key)
+                    };
+                    if let Some(v) = value {
                         if op.operator.evaluate(v, &self.data, None) != op.negated {
                             let name = VarName {
                                 variable: Variable::Tx,

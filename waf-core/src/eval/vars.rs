@@ -7,11 +7,17 @@
 //! them in place when the name is set again, so a recycled transaction (see
 //! [`super::pool`]) sets its `TX` variables without allocating.
 //!
+//! The names the program's paranoia gates and other single-`TX` tests read are placed at
+//! fixed slots, in the program's order ([`TxVars::prepare`]), so such a test reads its value
+//! by index ([`TxVars::get_slot`]) instead of hashing the name: CRS makes about 150 of them
+//! per request.
+//!
 //! Names stay in the table while dead; [`TxVars::clear`] drops everything once the table
 //! holds more than [`MAX_RETAINED`] names, so names made from request data (CRS builds
 //! `tx.header_name_920450_<header>`) cannot grow it without bound.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::cache::FastState;
 
@@ -35,6 +41,8 @@ pub(crate) struct TxVars {
     /// Name → index in `entries`, for live and dead entries.
     index: HashMap<Vec<u8>, usize, FastState>,
     entries: Vec<Entry>,
+    /// The names [`TxVars::prepare`] placed at the front of `entries`, in slot order.
+    slots: Option<Arc<[Vec<u8>]>>,
 }
 
 impl TxVars {
@@ -43,6 +51,52 @@ impl TxVars {
         let &i = self.index.get(name)?;
         let e = &self.entries[i];
         e.live.then_some(e.value.as_slice())
+    }
+
+    /// Places `names` at slots `0..names.len()` (all unset), unless this table already
+    /// holds them there: a recycled table of the same program keeps them.
+    pub(crate) fn prepare(&mut self, names: &Arc<[Vec<u8>]>) {
+        if self.slots.as_ref().is_some_and(|s| Arc::ptr_eq(s, names)) {
+            return;
+        }
+        *self = TxVars::default();
+        for name in names.iter() {
+            if self.index.contains_key(name) {
+                continue;
+            }
+            self.index.insert(name.clone(), self.entries.len());
+            self.entries.push(Entry {
+                name: name.clone(),
+                value: Vec::new(),
+                live: false,
+            });
+        }
+        // Slots are indices only when every name took its own (names are distinct).
+        if self.entries.len() == names.len() {
+            self.slots = Some(Arc::clone(names));
+        }
+    }
+
+    /// The value at `slot` of the names given to [`TxVars::prepare`], if set; `None` also
+    /// when the table was not prepared with them (then use [`TxVars::get`]).
+    pub(crate) fn get_slot(&self, slot: u32) -> Option<&[u8]> {
+        let e = self.entries.get(slot as usize)?;
+        e.live.then_some(e.value.as_slice())
+    }
+
+    /// Sets the variable at `slot` of the names given to [`TxVars::prepare`] (the caller
+    /// checked [`TxVars::has_slots`]).
+    pub(crate) fn set_slot(&mut self, slot: u32, value: &[u8]) {
+        if let Some(e) = self.entries.get_mut(slot as usize) {
+            e.value.clear();
+            e.value.extend_from_slice(value);
+            e.live = true;
+        }
+    }
+
+    /// Whether [`TxVars::get_slot`] reads the slots of `names`.
+    pub(crate) fn has_slots(&self, names: &Arc<[Vec<u8>]>) -> bool {
+        self.slots.as_ref().is_some_and(|s| Arc::ptr_eq(s, names))
     }
 
     /// Sets `name` to `value`, reusing the entry's buffer when the name was seen before.
@@ -117,6 +171,42 @@ mod tests {
         v.set(b"b", b"");
         assert_eq!(v.get(b"b"), Some(&b""[..]));
         assert_eq!(v.iter().collect::<Vec<_>>(), vec![(&b"b"[..], &b""[..])]);
+    }
+
+    #[test]
+    fn slots_read_what_names_set() {
+        let names: Arc<[Vec<u8>]> = vec![b"pl".to_vec(), b"score".to_vec()].into();
+        let mut v = TxVars::default();
+        v.set(b"other", b"x");
+        v.prepare(&names);
+        assert!(v.has_slots(&names));
+        assert_eq!(v.get(b"other"), None, "preparing starts a fresh table");
+        assert_eq!(v.get_slot(0), None);
+        v.set(b"score", b"5");
+        v.set(b"pl", b"2");
+        assert_eq!(v.get_slot(0), Some(&b"2"[..]));
+        assert_eq!(v.get_slot(1), Some(&b"5"[..]));
+        v.remove(b"pl");
+        assert_eq!(v.get_slot(0), None);
+        v.clear();
+        v.prepare(&names);
+        assert_eq!(
+            v.get_slot(1),
+            None,
+            "a recycled table keeps its slots, unset"
+        );
+        v.set_slot(1, b"7");
+        assert_eq!(v.get(b"score"), Some(&b"7"[..]));
+        assert_eq!(v.get_slot(1), Some(&b"7"[..]));
+        // Past the retention limit the table starts over, and must be prepared again.
+        for i in 0..=MAX_RETAINED {
+            v.set(format!("n{i}").as_bytes(), b"x");
+        }
+        v.clear();
+        assert!(!v.has_slots(&names));
+        v.prepare(&names);
+        v.set(b"pl", b"1");
+        assert_eq!(v.get_slot(0), Some(&b"1"[..]));
     }
 
     #[test]
