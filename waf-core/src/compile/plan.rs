@@ -23,7 +23,8 @@
 //!    evaluations per request at PL1. A rule that reads one `TX:name`, with no
 //!    transformation, exclusion, capture or `multiMatch`, is decided by looking the name
 //!    up and running the operator once; only a match goes on to the general path, which
-//!    records it.
+//!    records it. The name is resolved at load to a slot of the transaction's `TX` table
+//!    ([`RulePlan::tx_slot`], `eval::vars`), so the look-up is an index, not a hash.
 //!
 //! None of these changes a result: a skipped rule is one whose value loop would have found no
 //! match, and a rule without a match has no effect. `tests/plan` checks this against the
