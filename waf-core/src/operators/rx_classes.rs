@@ -23,7 +23,8 @@
 //! branch needs (and nothing when one branch needs nothing); a repetition needs its body's
 //! bytes only when it must occur; look-arounds and the empty pattern need nothing. A set
 //! is usable only when every byte in it has a class (lower-case letters have none, so a
-//! pattern whose requirement includes a letter gets no gate). The tree is the one the
+//! pattern whose requirement includes a letter gets no gate). The analysis works on class
+//! masks, not byte sets: one pass over the pattern's tree at load. The tree is the one the
 //! regex is compiled from (dot-all, multi-line, Unicode off, bytes), and only patterns
 //! compiled with Unicode off get a gate. `tests::gate_never_rules_out_a_match` checks the
 //! gate against the regex on generated values.
@@ -32,108 +33,54 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use crate::transformations::features::{self, Features};
 
-/// A set of bytes, one bit each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    const EMPTY: ByteSet = ByteSet([0; 4]);
-
-    fn insert(&mut self, b: u8) {
-        self.0[usize::from(b / 64)] |= 1 << (b % 64);
-    }
-
-    fn insert_range(&mut self, start: u8, end: u8) {
-        for b in start..=end {
-            self.insert(b);
-        }
-    }
-
-    fn union(mut self, other: ByteSet) -> ByteSet {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a |= b;
-        }
-        self
-    }
-
-    fn bytes(self) -> impl Iterator<Item = u8> {
-        (0..=255u8).filter(move |&b| self.0[usize::from(b / 64)] & (1 << (b % 64)) != 0)
-    }
-
-    /// The classes of the bytes, or `None` when one has no class.
-    fn classes(self) -> Option<Features> {
-        self.bytes()
-            .try_fold(0, |m, b| match features::class_of(b) {
-                0 => None,
-                c => Some(m | c),
-            })
-    }
-}
-
 /// The byte classes at least one of which every match of `hir` contains, or 0 when no
 /// such set of classes is known (then the gate lets every value through).
 pub(crate) fn required_classes(hir: &Hir) -> Features {
-    required(hir)
-        .and_then(ByteSet::classes)
-        .filter(|&c| c != 0)
-        .unwrap_or(0)
+    required(hir).unwrap_or(0)
 }
 
-/// How common a set of classes is in ordinary values: lower is a better gate.
-fn commonness(set: ByteSet) -> u32 {
-    match set.classes() {
-        Some(c) => features::commonness(c),
-        None => u32::MAX,
+/// The classes of the bytes `start..=end`, or `None` when one of them has no class
+/// (`a`-`z`).
+fn range_classes(start: u32, end: u32) -> Option<Features> {
+    if start <= u32::from(b'z') && end >= u32::from(b'a') {
+        return None;
     }
+    // Past ASCII every byte is `HIGH` (in a Unicode class, a character past ASCII is one
+    // or more bytes 0x80-0xFF).
+    let high = if end >= 0x80 { features::HIGH } else { 0 };
+    let ascii = (start..=end.min(0x7f)).fold(0, |m, b| m | features::class_of(b as u8));
+    Some(ascii | high)
 }
 
-/// A set of bytes at least one of which occurs in every match of `hir`, or `None`.
-fn required(hir: &Hir) -> Option<ByteSet> {
+/// A set of classes at least one of which every match of `hir` contains (a byte of each
+/// class in it would do), or `None`.
+fn required(hir: &Hir) -> Option<Features> {
     match hir.kind() {
-        HirKind::Literal(lit) => {
-            // Any byte of the literal will do; take the rarest.
-            lit.0
-                .iter()
-                .map(|&b| {
-                    let mut s = ByteSet::EMPTY;
-                    s.insert(b);
-                    s
-                })
-                .min_by_key(|&s| commonness(s))
-        }
-        HirKind::Class(Class::Bytes(c)) => {
-            let mut s = ByteSet::EMPTY;
-            for r in c.ranges() {
-                s.insert_range(r.start(), r.end());
-            }
-            (s != ByteSet::EMPTY).then_some(s)
-        }
-        HirKind::Class(Class::Unicode(c)) => {
-            // Read with Unicode off, classes are bytes; should one be Unicode anyway, a
-            // character past ASCII is one or more bytes 0x80-0xFF.
-            let mut s = ByteSet::EMPTY;
-            for r in c.ranges() {
-                let (start, end) = (u32::from(r.start()), u32::from(r.end()));
-                if start < 0x80 {
-                    s.insert_range(start as u8, end.min(0x7f) as u8);
-                }
-                if end >= 0x80 {
-                    s.insert_range(0x80, 0xff);
-                }
-            }
-            (s != ByteSet::EMPTY).then_some(s)
-        }
+        // Any byte of the literal will do; take the rarest that has a class.
+        HirKind::Literal(lit) => lit
+            .0
+            .iter()
+            .map(|&b| features::class_of(b))
+            .filter(|&c| c != 0)
+            .min_by_key(|&c| features::commonness(c)),
+        HirKind::Class(Class::Bytes(c)) => c.ranges().iter().try_fold(0, |m, r| {
+            Some(m | range_classes(u32::from(r.start()), u32::from(r.end()))?)
+        }),
+        HirKind::Class(Class::Unicode(c)) => c.ranges().iter().try_fold(0, |m, r| {
+            Some(m | range_classes(u32::from(r.start()), u32::from(r.end()))?)
+        }),
         HirKind::Capture(cap) => required(&cap.sub),
         HirKind::Repetition(rep) if rep.min >= 1 => required(&rep.sub),
         HirKind::Concat(subs) => subs
             .iter()
             .filter_map(required)
-            .min_by_key(|&s| commonness(s)),
+            .min_by_key(|&c| features::commonness(c)),
         HirKind::Alternation(subs) => subs
             .iter()
-            .try_fold(ByteSet::EMPTY, |all, sub| Some(all.union(required(sub)?))),
+            .try_fold(0, |all, sub| Some(all | required(sub)?)),
         HirKind::Empty | HirKind::Look(_) | HirKind::Repetition(_) => None,
     }
+    .filter(|&c| c != 0)
 }
 
 #[cfg(test)]
