@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::compile::plan::Summary;
-use crate::compile::prefilter::{Prefilter, ScanScratch, Union};
+use crate::compile::prefilter::{Prefilter, ScanScratch, Union, SMALL_UNION, UNIONS};
 use crate::eval::data::{TxData, ValueKey, SOURCES};
 use crate::transformations::{features, Transformation};
 use crate::variables::{Selector, Variable};
@@ -110,15 +110,15 @@ pub(crate) struct TransformCache {
     /// The prefilter back-ends' working memory (Hyperscan's scratch), kept across
     /// transactions with the rest of the cache.
     scan_scratch: ScanScratch,
-    /// For each row of `table`: the range of `hits` holding the union patterns found in
-    /// the raw value (see [`crate::compile::prefilter::Union`]), scanned once per
-    /// transaction; `u32::MAX` while not scanned.
-    union_rows: Vec<(u32, u32)>,
-    /// For each big collection whose candidate lists were built in this phase: per
-    /// position, the raw value's byte classes and its range of `hits`, so that a group
+    /// For each union of the program (see [`crate::compile::prefilter::Union`]) and each
+    /// row of `table`: the range of `hits` holding that union's patterns found in the raw
+    /// value, scanned once per transaction; `u32::MAX` while not scanned.
+    union_rows: [Vec<(u32, u32)>; UNIONS],
+    /// For each big collection whose candidate lists were built in this phase, and each
+    /// union: per position, the raw value's byte classes and its range of `hits`, so that a group
     /// decides a value its chain cannot change from two loads (most values of a big
     /// body have no union hit for most groups).
-    positional: HashMap<Variable, Vec<Positional>, FastState>,
+    positional: HashMap<(Variable, usize), Vec<Positional>, FastState>,
     hits: Vec<u32>,
 }
 
@@ -182,7 +182,9 @@ impl TransformCache {
         self.candidates.clear();
         self.summaries.clear();
         self.memo.clear();
-        self.union_rows.clear();
+        for rows in &mut self.union_rows {
+            rows.clear();
+        }
         self.positional.clear();
         self.hits.clear();
     }
@@ -209,7 +211,7 @@ impl TransformCache {
             && self.bits.capacity() <= 64 * 1024
             && self.candidates.capacity() <= 1024
             && self.memo.capacity() <= 16 * 1024
-            && self.union_rows.capacity() <= 16 * 1024
+            && self.union_rows.iter().all(|r| r.capacity() <= 16 * 1024)
             && self.hits.capacity() <= 64 * 1024
     }
 
@@ -280,10 +282,13 @@ impl TransformCache {
             // bits, with no transformation and no scan of the group's own. A long value
             // (a body) is read by few groups, and the union's bigger automaton costs more
             // per byte than the group's DFA.
+            // Only the small groups' union: the big groups' one pays off on big collections
+            // (`build_candidates`), not on a GET's few values (+8 % instructions per CRS
+            // GET when summaries used it too, callgrind).
             let union = prefilter
                 .union
                 .as_ref()
-                .filter(|_| prefilter.decides_from_hits());
+                .filter(|(u, _)| u.index == SMALL_UNION && prefilter.decides_from_hits());
             if let Some((union, _)) = union.filter(|_| raw.len() <= UNION_SUMMARY_MAX) {
                 let row = self.row(key);
                 if self.raw_features(row, raw) & prefilter.case_only_unless == 0 {
@@ -371,8 +376,8 @@ impl TransformCache {
             push_bits(&mut pairs, words, pos);
         }
         self.scan_scratch = scan_scratch;
-        if !positional.is_empty() {
-            self.positional.insert(variable, positional);
+        if let (Some((union, _)), false) = (&prefilter.union, positional.is_empty()) {
+            self.positional.insert((variable, union.index), positional);
         }
         pairs.sort_by_key(|&(b, _)| b);
         let nbits = prefilter.words * 64;
@@ -568,7 +573,11 @@ impl TransformCache {
         len: usize,
         union: &Union,
     ) -> Vec<Positional> {
-        if let Some(p) = self.positional.remove(&variable).filter(|p| p.len() == len) {
+        if let Some(p) = self
+            .positional
+            .remove(&(variable, union.index))
+            .filter(|p| p.len() == len)
+        {
             return p;
         }
         let mut out = Vec::with_capacity(len);
@@ -591,15 +600,21 @@ impl TransformCache {
     /// The range of `hits` holding the union patterns found in the raw value of `row`,
     /// scanned on first use.
     fn union_range(&mut self, row: usize, raw: &[u8], union: &Union) -> (u32, u32) {
-        if self.union_rows.len() <= row {
-            self.union_rows.resize(row + 1, (u32::MAX, 0));
-        }
-        if self.union_rows[row].0 == u32::MAX {
+        let Some(rows) = self.union_rows.get_mut(union.index) else {
+            // `Union::index` is below `UNIONS`; were it not, scan without remembering.
             let s = self.hits.len();
             union.scan(raw, &mut self.hits);
-            self.union_rows[row] = (s as u32, self.hits.len() as u32);
+            return (s as u32, self.hits.len() as u32);
+        };
+        if rows.len() <= row {
+            rows.resize(row + 1, (u32::MAX, 0));
         }
-        self.union_rows[row]
+        if rows[row].0 == u32::MAX {
+            let s = self.hits.len();
+            union.scan(raw, &mut self.hits);
+            rows[row] = (s as u32, self.hits.len() as u32);
+        }
+        rows[row]
     }
 
     /// The byte classes of the raw value of `row`, computed on first use.

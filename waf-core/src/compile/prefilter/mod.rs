@@ -108,8 +108,8 @@ pub(crate) struct Prefilter {
     /// of a value answers every group whose chain left the value unchanged but for ASCII
     /// case (see [`Union`]).
     pub(crate) union: Option<(std::sync::Arc<Union>, u32)>,
-    /// Whether the group's literals are in the union (see [`Prefilter::union`]).
-    in_union: bool,
+    /// Which of the program's unions holds the group's literals (see [`Union`]), if any.
+    in_union: Option<usize>,
     #[cfg(feature = "hyperscan")]
     hyperscan: Option<hyperscan::HyperscanScanner>,
     /// Bits set on every scan: rules whose pattern a back-end refused after they got a bit.
@@ -217,16 +217,37 @@ type LiteralBits = HashMap<Vec<u8>, Vec<u32>>;
 /// group's bits, are exactly what the group's automaton would have found on that value
 /// (or on a case variant of it: both ignore ASCII case). Groups whose chain did change the
 /// value scan the transformed value with their own automaton, as before.
+///
+/// There are two ([`UNIONS`]): one over the groups small enough for a DFA of their own
+/// ([`SMALL_UNION`]), and one over the request phases' big groups (over
+/// [`literals::DFA_MAX_LITERALS`] literals: CRS's `t:none` and `t:urlDecodeUni` groups of
+/// phases 1 and 2, which hold the big `@pmFromFile` lists). A value of a big collection
+/// was scanned by every big group whose rules read it, each a contiguous NFA at about 50
+/// instructions a byte (four or five scans per value of a JSON body); the big union reads
+/// it once, for the candidate lists of big collections only (a GET's few values cost more
+/// through it). Kept apart from the small groups' union, which every value pays for and
+/// which would grow several times (CRS: 2,062 literals, 0.4 MB, against 6,553, 1.0 MB).
 #[derive(Debug)]
 pub(crate) struct Union {
+    /// Which union this is (`0..UNIONS`): the transaction keeps each one's hits apart.
+    pub(crate) index: usize,
     automaton: aho_corasick::AhoCorasick,
     /// For each union pattern, the (group, bit) pairs it enables, sorted by group.
     entries: Vec<GroupBits>,
 }
 
+/// The number of unions a program has (see [`Union`]): [`SMALL_UNION`] and the big groups'.
+pub(crate) const UNIONS: usize = 2;
+
+/// The index of the union over the groups small enough for a DFA.
+pub(crate) const SMALL_UNION: usize = 0;
+
+/// The index of the union over the request phases' big groups.
+const BIG_UNION: usize = 1;
+
 impl Union {
-    /// Builds the union of the groups' literal sets (literal → (group, bit) pairs).
-    fn build(literals: HashMap<Vec<u8>, GroupBits>) -> Option<Union> {
+    /// Builds union `index` of the groups' literal sets (literal → (group, bit) pairs).
+    fn build(literals: HashMap<Vec<u8>, GroupBits>, index: usize) -> Option<Union> {
         if literals.is_empty() {
             return None;
         }
@@ -239,6 +260,7 @@ impl Union {
             .build(lits.iter().map(|(l, _)| l))
             .ok()?;
         Some(Union {
+            index,
             automaton,
             entries: lits
                 .into_iter()
@@ -399,10 +421,12 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         visit(rule, phase, use_hyperscan, &mut groups);
     }
     let mut out: Vec<(u32, Prefilter)> = Vec::new();
-    let mut union_literals: HashMap<Vec<u8>, GroupBits> = HashMap::new();
+    // The literals of the groups small enough for a DFA, and those of the big groups
+    // (see `Union`).
+    let mut union_literals: [HashMap<Vec<u8>, GroupBits>; UNIONS] = Default::default();
     // (group, literal → rule bits) of each group, for its automaton.
     let mut pending: Vec<(u32, LiteralBits)> = Vec::new();
-    for (_, mut draft) in groups {
+    for ((phase, _), mut draft) in groups {
         let mut always = Vec::new();
         #[cfg(feature = "hyperscan")]
         let hyperscan = {
@@ -423,14 +447,19 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         #[cfg(not(feature = "hyperscan"))]
         always.extend(draft.patterns.iter().map(|c| c.bit));
         always.sort_unstable();
-        // Groups too big for a DFA scan with their own (compact) automaton anyway; in the
-        // union they would multiply its size and build time for little sharing.
-        let in_union = draft.literals.len() <= literals::DFA_MAX_LITERALS;
-        if in_union {
-            for (l, bits) in &draft.literals {
-                let entry = union_literals.entry(l.to_ascii_lowercase()).or_default();
-                entry.extend(bits.iter().map(|&b| (draft.index, b)));
-            }
+        // Groups too big for a DFA scan with their own (compact) automaton go to a union of
+        // their own: in the small groups' union they would multiply its size and slow
+        // every value's scan. Only the request's: the big union pays off on big
+        // collections (arguments, JSON and XML bodies), which phases 3 and 4 do not have.
+        let which = match draft.literals.len() > literals::DFA_MAX_LITERALS {
+            false => Some(SMALL_UNION),
+            true => (phase <= 2).then_some(BIG_UNION),
+        };
+        for (l, bits) in draft.literals.iter().filter(|_| which.is_some()) {
+            let entry = union_literals[which.unwrap_or(SMALL_UNION)]
+                .entry(l.to_ascii_lowercase())
+                .or_default();
+            entry.extend(bits.iter().map(|&b| (draft.index, b)));
         }
         // The group's automaton is built after the union's (below).
         let has_literals = !draft.literals.is_empty();
@@ -439,7 +468,7 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
             draft.index,
             Prefilter {
                 union: None,
-                in_union: in_union && has_literals,
+                in_union: which.filter(|_| has_literals),
                 literals: None,
                 #[cfg(feature = "hyperscan")]
                 hyperscan,
@@ -461,9 +490,12 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
     // bigger intermediate one (aho-corasick's noncontiguous NFA), and the union's (2.5 MB
     // for CRS) was the peak of loading when it came last (`benches/PROFILE.md`, "Eighth
     // session").
-    if let Some(union) = Union::build(union_literals).map(std::sync::Arc::new) {
+    for (which, literals) in union_literals.into_iter().enumerate() {
+        let Some(union) = Union::build(literals, which).map(std::sync::Arc::new) else {
+            continue;
+        };
         for (i, p) in prefilters.iter_mut().enumerate() {
-            if p.in_union {
+            if p.in_union == Some(which) {
                 p.union = Some((std::sync::Arc::clone(&union), i as u32));
             }
         }
