@@ -26,6 +26,14 @@
 //!    records it. The name is resolved at load to a slot of the transaction's `TX` table
 //!    ([`RulePlan::tx_slot`], `eval::vars`), so the look-up is an index, not a hash.
 //!
+//! 4. **Class summaries.** A rule whose operator has a byte-class gate
+//!    ([`crate::operators::rx_classes`]) cannot match a variable none of whose values holds
+//!    a byte of those classes, as long as its chain cannot change them (no value holds a
+//!    byte that would make a step other than `t:lowercase` act). The ORed classes of each
+//!    variable's raw values are computed once per phase; such a rule is skipped without
+//!    visiting a value. On a JSON body, the `t:none` command-injection rules (932125,
+//!    932230, 932370, ...) each visited all of its 1,200 values to learn that.
+//!
 //! None of these changes a result: a skipped rule is one whose value loop would have found no
 //! match, and a rule without a match has no effect. `tests/plan` checks this against the
 //! straightforward evaluation on every CRS test request and the development corpus.
@@ -41,6 +49,7 @@
 use std::collections::HashMap;
 
 use super::Rule;
+use crate::transformations::Transformation;
 use crate::variables::{Selector, Variable};
 
 /// One variable (or one key of it) summarised for one prefilter group.
@@ -69,6 +78,13 @@ pub(crate) struct RulePlan {
     /// The rule reads one `TX:name` and nothing else, untransformed, with no exclusion,
     /// capture or `multiMatch`: it can be decided by one lookup and one operator call.
     pub(crate) tx_test: bool,
+    /// The operator's byte-class gate ([`crate::compile::RuleOperator::required_classes`])
+    /// when the rule can be ruled out by it as a whole: not negated, and every target a
+    /// [`keyed`] variable read whole or by key (no count). 0 otherwise.
+    pub(crate) class_gate: crate::transformations::features::Features,
+    /// The byte classes that can make a step of the rule's chain other than `t:lowercase`
+    /// change a value (see `class_gate`).
+    pub(crate) chain_triggers: crate::transformations::features::Features,
     /// For a `tx_test` rule, the slot of its name in [`Summaries::tx_names`]: the
     /// transaction's `TX` table keeps that name at that index, so the lookup is an index,
     /// not a hash.
@@ -185,6 +201,24 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
                     };
                 }
             }
+            // 4. Class summaries: the classes of a variable's raw values, ORed, miss the
+            // operator's gate, and no step but `t:lowercase` can change those values (which
+            // only takes classes away): then no value can match.
+            let gate = op.required_classes;
+            rule.plan.class_gate = if gate != 0
+                && !op.negated
+                && !rule.targets.is_empty()
+                && rule.targets.iter().all(|t| !t.count && keyed(t.variable))
+            {
+                gate
+            } else {
+                0
+            };
+            rule.plan.chain_triggers = rule
+                .transformations
+                .iter()
+                .filter(|t| !matches!(t, Transformation::Lowercase))
+                .fold(0, |m, t| m | t.triggers());
             let summarisable = !op.negated
                 && !rule.multi_match
                 && !rule.targets.is_empty()

@@ -120,6 +120,9 @@ pub(crate) struct TransformCache {
     /// body have no union hit for most groups).
     positional: HashMap<(Variable, usize), Vec<Positional>, FastState>,
     hits: Vec<u32>,
+    /// For each variable (by `Variable as usize`): the byte classes of its raw values,
+    /// ORed, 0 while not computed in this phase (see [`TransformCache::variable_classes`]).
+    var_classes: Vec<u32>,
 }
 
 /// One value of a big collection, by position: its raw bytes' classes and its range of
@@ -158,6 +161,7 @@ impl TransformCache {
         self.candidates.clear();
         self.positional.clear();
         self.summaries.clear();
+        self.var_classes.clear();
     }
 
     /// Sets the number of chain prefix ids of the program the cache serves.
@@ -187,6 +191,7 @@ impl TransformCache {
         }
         self.positional.clear();
         self.hits.clear();
+        self.var_classes.clear();
     }
 
     /// A remembered operator result (see [`TransformCache::remember`]).
@@ -313,6 +318,36 @@ impl TransformCache {
             }),
         }
         offset
+    }
+
+    /// The byte classes (`transformations::features`) of every raw value of `variable`,
+    /// ORed; computed once per phase (a phase may add values), from the classes the cache
+    /// keeps per value. Only for the request and response variables the plan summarises
+    /// (`compile::plan`), whose values do not change within a phase.
+    pub(crate) fn variable_classes(
+        &mut self,
+        data: &TxData,
+        variable: Variable,
+    ) -> features::Features {
+        let i = variable as usize;
+        if let Some(&c) = self.var_classes.get(i).filter(|&&c| c != 0) {
+            return c;
+        }
+        let mut classes = features::KNOWN;
+        data.visit_every(variable, &mut |key, _, raw| {
+            classes |= match key {
+                Some(key) => {
+                    let row = self.row(key);
+                    self.raw_features(row, raw)
+                }
+                None => features::of(raw),
+            };
+        });
+        if self.var_classes.len() <= i {
+            self.var_classes.resize(i + 1, 0);
+        }
+        self.var_classes[i] = classes;
+        classes
     }
 
     /// The candidate lists of `variable` for a prefilter group, if already built.

@@ -482,6 +482,15 @@ impl TxState {
         {
             return true;
         }
+        let (gate, triggers) = (rule.plan.class_gate, rule.plan.chain_triggers);
+        if gate != 0
+            && rule.targets.iter().all(|t| {
+                let classes = self.cache.variable_classes(&self.data, t.variable);
+                classes & (gate | triggers) == 0
+            })
+        {
+            return true;
+        }
         let (start, end) = rule.plan.summaries;
         let Some(pf) = rule.prefilter.filter(|_| start < end) else {
             return false;
