@@ -28,9 +28,12 @@
 //!
 //! 4. **Class summaries.** A rule whose operator has a byte-class gate
 //!    ([`crate::operators::rx_classes`]) cannot match a variable none of whose values holds
-//!    a byte of those classes, as long as its chain cannot change them (no value holds a
-//!    byte that would make a step other than `t:lowercase` act). The ORed classes of each
-//!    variable's raw values are computed once per phase; such a rule is skipped without
+//!    a byte of those classes after its chain. The ORed classes of each variable's raw
+//!    values are computed once per phase, and each step's
+//!    [`crate::transformations::Transformation::output_classes`] bounds what the chain can
+//!    make of them (a decoder may make anything of a `%`; `t:removeWhitespace` only takes
+//!    classes away); when neither the raw classes nor any step's output meets the gate
+//!    (`multiMatch` runs the operator after every step), the rule is skipped without
 //!    visiting a value. On a JSON body, the `t:none` command-injection rules (932125,
 //!    932230, 932370, ...) each visited all of its 1,200 values to learn that.
 //!
@@ -49,7 +52,6 @@
 use std::collections::HashMap;
 
 use super::Rule;
-use crate::transformations::Transformation;
 use crate::variables::{Selector, Variable};
 
 /// One variable (or one key of it) summarised for one prefilter group.
@@ -82,8 +84,9 @@ pub(crate) struct RulePlan {
     /// when the rule can be ruled out by it as a whole: not negated, and every target a
     /// [`keyed`] variable read whole or by key (no count). 0 otherwise.
     pub(crate) class_gate: crate::transformations::features::Features,
-    /// The byte classes that can make a step of the rule's chain other than `t:lowercase`
-    /// change a value (see `class_gate`).
+    /// The byte classes that can make some step of the rule's chain act
+    /// ([`crate::transformations::Transformation::triggers`]): values holding none of them
+    /// leave the chain as they came.
     pub(crate) chain_triggers: crate::transformations::features::Features,
     /// For a `tx_test` rule, the slot of its name in [`Summaries::tx_names`]: the
     /// transaction's `TX` table keeps that name at that index, so the lookup is an index,
@@ -201,9 +204,8 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
                     };
                 }
             }
-            // 4. Class summaries: the classes of a variable's raw values, ORed, miss the
-            // operator's gate, and no step but `t:lowercase` can change those values (which
-            // only takes classes away): then no value can match.
+            // 4. Class summaries: the classes of a variable's raw values, ORed, and what the
+            // chain can make of them miss the operator's gate: then no value can match.
             let gate = op.required_classes;
             rule.plan.class_gate = if gate != 0
                 && !op.negated
@@ -214,11 +216,7 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
             } else {
                 0
             };
-            rule.plan.chain_triggers = rule
-                .transformations
-                .iter()
-                .filter(|t| !matches!(t, Transformation::Lowercase))
-                .fold(0, |m, t| m | t.triggers());
+            rule.plan.chain_triggers = rule.transformations.iter().fold(0, |m, t| m | t.triggers());
             let summarisable = !op.negated
                 && !rule.multi_match
                 && !rule.targets.is_empty()

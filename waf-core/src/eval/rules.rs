@@ -482,14 +482,28 @@ impl TxState {
         {
             return true;
         }
-        let (gate, triggers) = (rule.plan.class_gate, rule.plan.chain_triggers);
-        if gate != 0
-            && rule.targets.iter().all(|t| {
-                let classes = self.cache.variable_classes(&self.data, t.variable);
-                classes & (gate | triggers) == 0
-            })
-        {
-            return true;
+        let gate = rule.plan.class_gate;
+        if gate != 0 {
+            // The raw values' classes of every target first (one `AND` each), then a bound
+            // on each step's output for all of them together (the bound is monotone).
+            let mut classes = 0;
+            for t in &rule.targets {
+                let c = self.cache.variable_classes(&self.data, t.variable);
+                if c & gate != 0 {
+                    classes = gate;
+                    break;
+                }
+                classes |= c;
+            }
+            if classes & gate == 0
+                && (classes & rule.plan.chain_triggers == 0
+                    || rule.transformations.iter().all(|step| {
+                        classes = step.output_classes(classes);
+                        classes & gate == 0
+                    }))
+            {
+                return true;
+            }
         }
         let (start, end) = rule.plan.summaries;
         let Some(pf) = rule.prefilter.filter(|_| start < end) else {

@@ -280,6 +280,38 @@ impl Transformation {
         }
     }
 
+    /// A superset of the byte classes ([`features`]) of this step's output for an input
+    /// whose classes are `input`: the input's own when the step cannot change it, what the
+    /// step can leave or add for the steps that only remove, move or replace bytes by
+    /// spaces (so `t:removeWhitespace` never adds a class, `t:cmdLine` only a space), and
+    /// every class for the decoders. Monotone: a larger input set never gives a smaller
+    /// one, so it may be applied to the classes of several values ORed.
+    /// `tests::output_classes_hold_every_output_byte` checks it against `apply`.
+    pub(crate) fn output_classes(&self, input: features::Features) -> features::Features {
+        use features::*;
+        if input & self.triggers() == 0 {
+            return input;
+        }
+        match self {
+            // ASCII capitals become small letters, which have no class.
+            Transformation::Lowercase => input & !UPPER,
+            Transformation::RemoveWhitespace
+            | Transformation::Trim
+            | Transformation::TrimLeft
+            | Transformation::TrimRight
+            | Transformation::RemoveNulls
+            | Transformation::RemoveCommentsChar => input,
+            Transformation::CompressWhitespace
+            | Transformation::ReplaceNulls
+            | Transformation::ReplaceComments => input | SPACE,
+            // Segments are removed or kept; `\` becomes `/`.
+            Transformation::NormalizePath | Transformation::NormalizePathWin => input | SLASH | DOT,
+            // Quotes, `\` and `^` removed, separators made one space, letters lowered.
+            Transformation::CmdLine => (input | SPACE) & !UPPER,
+            _ => Features::MAX,
+        }
+    }
+
     /// Applies the transformation; `Cow::Borrowed` means the input was left unchanged, and
     /// an `Owned` value always differs from the input.
     pub(crate) fn apply<'a>(&self, input: &'a [u8]) -> Cow<'a, [u8]> {

@@ -209,6 +209,37 @@ fn random_inputs_never_panic() {
     }
 }
 
+/// Every byte a step outputs has a class [`Transformation::output_classes`] gives for its
+/// input (the plan's class summaries rely on it), on values made of every byte class.
+#[test]
+fn output_classes_hold_every_output_byte() {
+    let alphabet: &[u8] =
+        b"aZz09%+&\\ \t\n\x0b\x0c\r/.\"'^,;*-#<>!()=x\x00\xa0\xc2\xef\xbc\xa1\xe2\x80\xa8&#;lt/*_|`{}$:?@[]~\x01\x7f";
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..20_000 {
+        let len = (next() % 12) as usize;
+        let v: Vec<u8> = (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        let f = super::features::of(&v);
+        for t in ALL {
+            let out = super::features::of(&t.apply(&v));
+            assert_eq!(
+                out & !t.output_classes(f),
+                0,
+                "{} of {v:?} has classes its output classes leave out",
+                t.name()
+            );
+        }
+    }
+}
+
 /// A step that [`Transformation::may_change`] says cannot change a value really returns
 /// it unchanged, on values made of every byte class and plain bytes (the skip in
 /// `eval::cache` relies on it).
