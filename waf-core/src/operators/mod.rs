@@ -230,8 +230,14 @@ impl Operator {
     /// Byte classes ([`crate::transformations::features`]) of which the operator can only
     /// match a value holding one (see [`rx_classes`]); 0 when there is no such set.
     pub(crate) fn required_classes(&self) -> crate::transformations::features::Features {
+        use crate::transformations::features;
         match self {
             Operator::Rx(rx) => rx.required_classes(),
+            Operator::ValidateByteRange(op) => op.required_classes(),
+            // An invalid `%` escape needs a `%`.
+            Operator::ValidateUrlEncoding(_) => features::PERCENT_PLUS,
+            // ASCII is valid UTF-8: an invalid sequence needs a byte 0x80-0xFF.
+            Operator::ValidateUtf8Encoding(_) => features::HIGH,
             _ => 0,
         }
     }

@@ -56,6 +56,25 @@ impl ValidateByteRange {
 }
 
 /// Parses one byte value (`0`..=`255`).
+impl ValidateByteRange {
+    /// The byte classes ([`crate::transformations::features`]) of the bytes outside the
+    /// ranges, one of which every match holds; 0 when one of them has no class (`a`-`z`)
+    /// or when every byte is allowed.
+    pub(crate) fn required_classes(&self) -> crate::transformations::features::Features {
+        use crate::transformations::features::class_of;
+        if self.allows_all {
+            return 0;
+        }
+        (0..=255u8)
+            .filter(|&b| !self.allowed[usize::from(b)])
+            .try_fold(0, |m, b| match class_of(b) {
+                0 => None,
+                c => Some(m | c),
+            })
+            .unwrap_or(0)
+    }
+}
+
 fn parse_byte(text: &str, argument: &str) -> Result<u8, String> {
     let text = text.trim();
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -93,5 +112,30 @@ mod tests {
         assert!(t(crs, b"a\x00"));
         assert!(t(crs, b"\x7f"));
         assert!(t(" 1 - 255 ", b"\x00"));
+    }
+
+    /// A value whose classes miss the gate holds no byte outside the ranges.
+    #[test]
+    fn required_classes_cover_every_disallowed_byte() {
+        use crate::transformations::features::{self, of};
+        let gate = |a: &str| ValidateByteRange::new(a).unwrap().required_classes();
+        assert_eq!(gate("1-255"), features::NUL);
+        assert_eq!(gate("0-255"), 0, "nothing to find");
+        assert_eq!(
+            gate("32-126"),
+            features::NUL | features::OTHER_SPACE | features::CONTROL | features::HIGH
+        );
+        assert_eq!(gate("0-96,123-255"), 0, "a-z have no class");
+        for a in ["1-255", "9,10,13,32-126,128-255", "32-126"] {
+            let (op, g) = (ValidateByteRange::new(a).unwrap(), gate(a));
+            for b in 0..=255u8 {
+                if of(&[b]) & g == 0 {
+                    assert!(
+                        !op.evaluate(&[b]),
+                        "{a}: byte {b} refused but not in the gate"
+                    );
+                }
+            }
+        }
     }
 }
