@@ -55,6 +55,16 @@
 //! Rules are compiled once into an immutable program; nothing is compiled per request.
 //! Transformed values are cached per transaction, and transformations that leave their input
 //! unchanged do not allocate.
+//!
+//! Most rules do not match most requests, and the program is built to learn that without
+//! running them: a multi-pattern prefilter tells which rules' literals occur in a value
+//! (one scan per value and transformation chain, or one scan of the raw value for every
+//! chain that cannot change it); an operator with a byte-class gate (every match of
+//! `@rx [\n\r;|&]\s*id` needs one of those bytes) is skipped on values without one; and
+//! the plan skips whole rules whose prefilter bit or byte classes occur in no value of
+//! their variables, and paranoia-level tests read `TX` by index. Results never depend on
+//! it: a test runs every CRS regression request and a development corpus through both the
+//! plan and a straightforward evaluation and requires the same report.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
