@@ -300,9 +300,8 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
     let prefilters = prefilter::build(&mut rules, backend);
-    let mut summaries = plan::build(&mut rules);
-    let mut tx_names = std::mem::take(&mut summaries.tx_names);
-    slot_tx_setvars(&mut rules, &mut tx_names);
+    let summaries = plan::build(&mut rules);
+    let tx_names = slot_tx_names(&mut rules);
     Ok(Program {
         prefilters,
         tx_names: tx_names.into(),
@@ -317,37 +316,51 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     })
 }
 
-/// Gives every `setvar` of a `TX` name without macros a slot in `names` (the slots the
-/// plan gave its `TX` tests first), so that the transaction sets it by index.
-fn slot_tx_setvars(rules: &mut [Rule], names: &mut Vec<Vec<u8>>) {
-    let mut index: HashMap<Vec<u8>, u32> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), i as u32))
-        .collect();
-    fn visit(rule: &mut Rule, names: &mut Vec<Vec<u8>>, index: &mut HashMap<Vec<u8>, u32>) {
+/// Gives the `TX` name of every planned `TX` test ([`plan::RulePlan::tx_test`]) and of
+/// every `setvar` of a `TX` name without macros a slot, so that the transaction reads and
+/// sets them by index; returns the names by slot (`Program::tx_names`).
+fn slot_tx_names(rules: &mut [Rule]) -> Vec<Vec<u8>> {
+    #[derive(Default)]
+    struct Slots {
+        names: Vec<Vec<u8>>,
+        index: HashMap<Vec<u8>, u32>,
+    }
+    impl Slots {
+        fn slot(&mut self, name: &[u8]) -> u32 {
+            let Slots { names, index } = self;
+            *index.entry(name.to_vec()).or_insert_with(|| {
+                names.push(name.to_vec());
+                names.len() as u32 - 1
+            })
+        }
+    }
+    fn visit(rule: &mut Rule, slots: &mut Slots) {
+        if let (true, [t]) = (rule.plan.tx_test, rule.targets.as_slice()) {
+            // Selector keys are lower-cased, as the table keeps names.
+            if let Selector::Key(key) = &t.selector {
+                rule.plan.tx_slot = slots.slot(key);
+            }
+        }
         for effect in &mut rule.effects {
             let Effect::SetVar(s) = effect else { continue };
-            let Some(name) = s
+            // `SetVar::parse` lower-cased the name.
+            if let Some(name) = s
                 .key
                 .as_literal()
                 .filter(|_| s.collection == CollectionName::Tx)
-            else {
-                continue;
-            };
-            // `SetVar::parse` lower-cased the name, as the table keeps names.
-            s.tx_slot = *index.entry(name.to_vec()).or_insert_with(|| {
-                names.push(name.to_vec());
-                names.len() as u32 - 1
-            });
+            {
+                s.tx_slot = slots.slot(name);
+            }
         }
         if let Some(child) = &mut rule.chain {
-            visit(child, names, index);
+            visit(child, slots);
         }
     }
+    let mut slots = Slots::default();
     for rule in rules {
-        visit(rule, names, &mut index);
+        visit(rule, &mut slots);
     }
+    slots.names
 }
 
 /// Renumbers every rule's chain prefix ids to columns of the per-transaction table of

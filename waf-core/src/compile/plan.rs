@@ -88,9 +88,9 @@ pub(crate) struct RulePlan {
     /// ([`crate::transformations::Transformation::triggers`]): values holding none of them
     /// leave the chain as they came.
     pub(crate) chain_triggers: crate::transformations::features::Features,
-    /// For a `tx_test` rule, the slot of its name in [`Summaries::tx_names`]: the
-    /// transaction's `TX` table keeps that name at that index, so the lookup is an index,
-    /// not a hash.
+    /// For a `tx_test` rule, the slot of its name in `Program::tx_names` (set by the
+    /// compiler after planning): the transaction's `TX` table keeps that name at that
+    /// index, so the lookup is an index, not a hash.
     pub(crate) tx_slot: u32,
 }
 
@@ -101,8 +101,6 @@ pub(crate) struct Summaries {
     pub(crate) specs: Vec<Summary>,
     /// The ranges of [`RulePlan::summaries`] point here.
     pub(crate) refs: Vec<u32>,
-    /// The `TX` names `tx_test` rules read, by slot ([`RulePlan::tx_slot`]).
-    pub(crate) tx_names: Vec<Vec<u8>>,
 }
 
 /// Whether every value [`crate::eval::data::TxData::visit`] yields for `v` carries a cache
@@ -193,17 +191,6 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
                 && rule.exclusions.is_empty()
                 && !rule.capture
                 && !rule.multi_match;
-            if let (true, [t]) = (rule.plan.tx_test, rule.targets.as_slice()) {
-                if let Selector::Key(key) = &t.selector {
-                    rule.plan.tx_slot = match out.tx_names.iter().position(|n| n == key) {
-                        Some(i) => i as u32,
-                        None => {
-                            out.tx_names.push(key.clone());
-                            out.tx_names.len() as u32 - 1
-                        }
-                    };
-                }
-            }
             // 4. Class summaries: the classes of a variable's raw values, ORed, and what the
             // chain can make of them miss the operator's gate: then no value can match.
             let gate = op.required_classes;

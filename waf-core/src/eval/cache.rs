@@ -635,12 +635,8 @@ impl TransformCache {
     /// The range of `hits` holding the union patterns found in the raw value of `row`,
     /// scanned on first use.
     fn union_range(&mut self, row: usize, raw: &[u8], union: &Union) -> (u32, u32) {
-        let Some(rows) = self.union_rows.get_mut(union.index) else {
-            // `Union::index` is below `UNIONS`; were it not, scan without remembering.
-            let s = self.hits.len();
-            union.scan(raw, &mut self.hits);
-            return (s as u32, self.hits.len() as u32);
-        };
+        // `Union::index` is below `UNIONS` (`compile::prefilter::build` makes them).
+        let rows = &mut self.union_rows[union.index];
         if rows.len() <= row {
             rows.resize(row + 1, (u32::MAX, 0));
         }

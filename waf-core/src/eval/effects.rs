@@ -50,11 +50,10 @@ impl TxState {
 
     fn set_var(&mut self, s: &SetVar) {
         // A `TX` name without macros has a slot in the table (`eval::vars`): set and read
-        // by index, with no hashing.
-        let slot = (s.tx_slot != u32::MAX && self.data.tx.has_slots(&self.program.tx_names))
-            .then_some(s.tx_slot);
+        // by index, with no hashing (`TxVars::get_at`, `set_at`).
         let mut key = s.key.expand(&self.data);
-        if slot.is_none() && key.iter().any(u8::is_ascii_uppercase) {
+        // A name with a slot is a literal `SetVar::parse` already lower-cased.
+        if s.tx_slot == u32::MAX && key.iter().any(u8::is_ascii_uppercase) {
             key = std::borrow::Cow::Owned(key.to_ascii_lowercase());
         }
         let num;
@@ -63,9 +62,9 @@ impl TxState {
             SetVarOp::Set(v) => Some(v.expand(&self.data)),
             SetVarOp::Add(v) | SetVarOp::Sub(v) => {
                 let delta = parse_int(&v.expand(&self.data));
-                let current = match slot {
-                    Some(i) => self.data.tx.get_slot(i),
-                    None => self.var_value(s.collection, &key),
+                let current = match s.collection {
+                    CollectionName::Tx => self.data.tx.get_at(s.tx_slot, &key),
+                    col => self.var_value(col, &key),
                 };
                 let current = current.map_or(0, parse_int);
                 let n = if matches!(s.op, SetVarOp::Add(_)) {
@@ -80,10 +79,7 @@ impl TxState {
         match s.collection {
             CollectionName::Tx => match value {
                 // Overwrite in place when the variable exists: no allocation.
-                Some(v) => match slot {
-                    Some(i) => self.data.tx.set_slot(i, &v),
-                    None => self.data.tx.set(&key, &v),
-                },
+                Some(v) => self.data.tx.set_at(s.tx_slot, &key, &v),
                 None => {
                     self.data.tx.remove(&key);
                 }

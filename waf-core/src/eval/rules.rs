@@ -450,13 +450,7 @@ impl TxState {
                     // As `TxData::visit` and the value loop would: nothing set is nothing
                     // visited; a match is recorded under `TX:name`. The name's slot is an
                     // index into the table (`eval::vars`), not a hash lookup.
-                    let tx = &self.data.tx;
-                    let value = if tx.has_slots(&self.program.tx_names) {
-                        tx.get_slot(rule.plan.tx_slot)
-                    } else {
-                        tx.get(key)
-                    };
-                    if let Some(v) = value {
+                    if let Some(v) = self.data.tx.get_at(rule.plan.tx_slot, key) {
                         if op.operator.evaluate(v, &self.data, None) != op.negated {
                             let name = VarName {
                                 variable: Variable::Tx,
@@ -488,12 +482,10 @@ impl TxState {
             // on each step's output for all of them together (the bound is monotone).
             let mut classes = 0;
             for t in &rule.targets {
-                let c = self.cache.variable_classes(&self.data, t.variable);
-                if c & gate != 0 {
-                    classes = gate;
+                classes |= self.cache.variable_classes(&self.data, t.variable);
+                if classes & gate != 0 {
                     break;
                 }
-                classes |= c;
             }
             if classes & gate == 0
                 && (classes & rule.plan.chain_triggers == 0

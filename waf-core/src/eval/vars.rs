@@ -79,14 +79,36 @@ impl TxVars {
 
     /// The value at `slot` of the names given to [`TxVars::prepare`], if set; `None` also
     /// when the table was not prepared with them (then use [`TxVars::get`]).
+    #[inline]
     pub(crate) fn get_slot(&self, slot: u32) -> Option<&[u8]> {
         let e = self.entries.get(slot as usize)?;
         e.live.then_some(e.value.as_slice())
     }
 
-    /// Sets the variable at `slot` of the names given to [`TxVars::prepare`] (the caller
-    /// checked [`TxVars::has_slots`]).
-    pub(crate) fn set_slot(&mut self, slot: u32, value: &[u8]) {
+    /// The value of `name`, whose slot among the names given to [`TxVars::prepare`] is
+    /// `slot` (`u32::MAX`: none): by index when the table holds its slots, else by name.
+    /// The transaction prepares its table with its program's names, the only ones its
+    /// slots refer to.
+    #[inline]
+    pub(crate) fn get_at(&self, slot: u32, name: &[u8]) -> Option<&[u8]> {
+        match self.slots.as_ref() {
+            Some(names) if (slot as usize) < names.len() => self.get_slot(slot),
+            _ => self.get(name),
+        }
+    }
+
+    /// Sets `name` to `value`, by `slot` as [`TxVars::get_at`] reads it.
+    #[inline]
+    pub(crate) fn set_at(&mut self, slot: u32, name: &[u8], value: &[u8]) {
+        match self.slots.as_ref() {
+            Some(names) if (slot as usize) < names.len() => self.set_slot(slot, value),
+            _ => self.set(name, value),
+        }
+    }
+
+    /// Sets the variable at `slot` of the names given to [`TxVars::prepare`].
+    #[inline]
+    fn set_slot(&mut self, slot: u32, value: &[u8]) {
         if let Some(e) = self.entries.get_mut(slot as usize) {
             e.value.clear();
             e.value.extend_from_slice(value);
@@ -95,7 +117,8 @@ impl TxVars {
     }
 
     /// Whether [`TxVars::get_slot`] reads the slots of `names`.
-    pub(crate) fn has_slots(&self, names: &Arc<[Vec<u8>]>) -> bool {
+    #[cfg(test)]
+    fn has_slots(&self, names: &Arc<[Vec<u8>]>) -> bool {
         self.slots.as_ref().is_some_and(|s| Arc::ptr_eq(s, names))
     }
 

@@ -53,10 +53,7 @@ impl ValidateByteRange {
     pub(crate) fn evaluate(&self, input: &[u8]) -> bool {
         !self.allows_all && input.iter().any(|&b| !self.allowed[usize::from(b)])
     }
-}
 
-/// Parses one byte value (`0`..=`255`).
-impl ValidateByteRange {
     /// The byte classes ([`crate::transformations::features`]) of the bytes outside the
     /// ranges, one of which every match holds; 0 when one of them has no class (`a`-`z`)
     /// or when every byte is allowed.
@@ -75,6 +72,7 @@ impl ValidateByteRange {
     }
 }
 
+/// Parses one byte value (`0`..=`255`).
 fn parse_byte(text: &str, argument: &str) -> Result<u8, String> {
     let text = text.trim();
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {

@@ -129,6 +129,28 @@ pub(crate) fn of(value: &[u8]) -> Features {
     value.iter().fold(KNOWN, |f, &b| f | CLASS[usize::from(b)])
 }
 
+/// Pseudo-random values of up to 11 bytes drawn from `alphabet` (xorshift64 from `seed`:
+/// deterministic, no dependency), for the tests that check a claim about byte classes
+/// on every kind of value (`transformations::tests`, `operators::rx_classes`).
+#[cfg(test)]
+pub(crate) fn generated_values(alphabet: &[u8], seed: u64) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    std::iter::from_fn(move || {
+        let len = (next() % 12) as usize;
+        Some(
+            (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect(),
+        )
+    })
+}
+
 /// The class of one byte; 0 for `a`-`z`, the only bytes without one.
 pub(crate) fn class_of(b: u8) -> Features {
     CLASS[usize::from(b)]

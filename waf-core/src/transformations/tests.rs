@@ -215,18 +215,7 @@ fn random_inputs_never_panic() {
 fn output_classes_hold_every_output_byte() {
     let alphabet: &[u8] =
         b"aZz09%+&\\ \t\n\x0b\x0c\r/.\"'^,;*-#<>!()=x\x00\xa0\xc2\xef\xbc\xa1\xe2\x80\xa8&#;lt/*_|`{}$:?@[]~\x01\x7f";
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    for _ in 0..20_000 {
-        let len = (next() % 12) as usize;
-        let v: Vec<u8> = (0..len)
-            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-            .collect();
+    for v in super::features::generated_values(alphabet, 0x9e37_79b9_7f4a_7c15).take(20_000) {
         let f = super::features::of(&v);
         for t in ALL {
             let out = super::features::of(&t.apply(&v));
@@ -247,19 +236,8 @@ fn output_classes_hold_every_output_byte() {
 fn features_never_skip_a_change() {
     let alphabet: &[u8] =
         b"aZz09%+&\\ \t\n\x0b\x0c\r/.\"'^,;*-#<>!()=x\x00\xa0\xc2\xef\xbc\xa1\xe2\x80\xa8&#;lt";
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
     let mut checked = 0;
-    for _ in 0..20_000 {
-        let len = (next() % 12) as usize;
-        let v: Vec<u8> = (0..len)
-            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-            .collect();
+    for v in super::features::generated_values(alphabet, 0x2545_f491_4f6c_dd1d).take(20_000) {
         let f = super::features::of(&v);
         for t in ALL {
             if !t.may_change(f) {

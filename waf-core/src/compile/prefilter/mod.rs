@@ -455,11 +455,11 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
             false => Some(SMALL_UNION),
             true => (phase <= 2).then_some(BIG_UNION),
         };
-        for (l, bits) in draft.literals.iter().filter(|_| which.is_some()) {
-            let entry = union_literals[which.unwrap_or(SMALL_UNION)]
-                .entry(l.to_ascii_lowercase())
-                .or_default();
-            entry.extend(bits.iter().map(|&b| (draft.index, b)));
+        if let Some(union) = which.map(|w| &mut union_literals[w]) {
+            for (l, bits) in &draft.literals {
+                let entry = union.entry(l.to_ascii_lowercase()).or_default();
+                entry.extend(bits.iter().map(|&b| (draft.index, b)));
+            }
         }
         // The group's automaton is built after the union's (below).
         let has_literals = !draft.literals.is_empty();
