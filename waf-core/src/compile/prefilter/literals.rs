@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-
+use super::automaton::LiteralAutomaton;
 use super::{set_bit, ScanScratch, Scanner};
 
 /// Groups with more literals than this get a contiguous NFA instead of a DFA.
@@ -13,7 +12,7 @@ pub(super) const DFA_MAX_LITERALS: usize = 500;
 /// The automaton of one group.
 #[derive(Debug)]
 pub(crate) struct LiteralScanner {
-    automaton: AhoCorasick,
+    automaton: LiteralAutomaton,
     /// For each automaton pattern, the bits (rules) it enables.
     pattern_bits: Vec<Vec<u32>>,
 }
@@ -30,16 +29,8 @@ impl LiteralScanner {
         // transitions (the contiguous NFA was the top function of a CRS GET). Beyond
         // DFA_MAX_LITERALS the DFA grows to tens of MB (CRS: 75 MB in all, for 3-4 % fewer
         // instructions per request), so big groups get the compact NFA (8 MB in all).
-        let kind = if lits.len() <= DFA_MAX_LITERALS {
-            AhoCorasickKind::DFA
-        } else {
-            AhoCorasickKind::ContiguousNFA
-        };
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(kind))
-            .match_kind(MatchKind::Standard)
-            .build(lits.iter().map(|(l, _)| l))
+        let dfa = lits.len() <= DFA_MAX_LITERALS;
+        let automaton = LiteralAutomaton::build(lits.iter().map(|(l, _)| &l[..]), dfa)
             .expect("literal sets are bounded (MAX_LITERALS per rule), so the automaton fits");
         Some(LiteralScanner {
             automaton,
@@ -50,10 +41,10 @@ impl LiteralScanner {
 
 impl Scanner for LiteralScanner {
     fn scan(&self, input: &[u8], bits: &mut [u64], _: &mut ScanScratch) {
-        for m in self.automaton.find_overlapping_iter(input) {
-            for &bit in &self.pattern_bits[m.pattern().as_usize()] {
+        self.automaton.for_each(input, |p| {
+            for &bit in &self.pattern_bits[p as usize] {
                 set_bit(bits, bit);
             }
-        }
+        });
     }
 }

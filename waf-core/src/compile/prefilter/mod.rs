@@ -39,6 +39,7 @@ use std::fmt;
 use super::Rule;
 use crate::transformations::Transformation;
 
+mod automaton;
 #[cfg(feature = "hyperscan")]
 mod hyperscan;
 pub(crate) mod literals;
@@ -231,7 +232,7 @@ type LiteralBits = HashMap<Vec<u8>, Vec<u32>>;
 pub(crate) struct Union {
     /// Which union this is (`0..UNIONS`): the transaction keeps each one's hits apart.
     pub(crate) index: usize,
-    automaton: aho_corasick::AhoCorasick,
+    automaton: automaton::LiteralAutomaton,
     /// For each union pattern, the (group, bit) pairs it enables, sorted by group.
     entries: Vec<GroupBits>,
 }
@@ -253,12 +254,8 @@ impl Union {
         }
         let mut lits: Vec<_> = literals.into_iter().collect();
         lits.sort();
-        let automaton = aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-            .match_kind(aho_corasick::MatchKind::Standard)
-            .build(lits.iter().map(|(l, _)| l))
-            .ok()?;
+        let automaton =
+            automaton::LiteralAutomaton::build(lits.iter().map(|(l, _)| &l[..]), false).ok()?;
         Some(Union {
             index,
             automaton,
@@ -276,9 +273,7 @@ impl Union {
     /// Appends to `hits` the distinct patterns that occur in `input`.
     pub(crate) fn scan(&self, input: &[u8], hits: &mut Vec<u32>) {
         let start = hits.len();
-        for m in self.automaton.find_overlapping_iter(input) {
-            hits.push(m.pattern().as_u32());
-        }
+        self.automaton.for_each(input, |p| hits.push(p));
         if hits.len() - start > 1 {
             hits[start..].sort_unstable();
             let mut w = start + 1;
