@@ -123,6 +123,11 @@ pub(crate) struct TransformCache {
     /// For each variable (by `Variable as usize`): the byte classes of its raw values,
     /// ORed, 0 while not computed in this phase (see [`TransformCache::variable_classes`]).
     var_classes: Vec<u32>,
+    /// Where a step writes its output before it joins the arena (no buffer per step).
+    step_out: Vec<u8>,
+    /// The value and the next step's output of a `multiMatch` rule, which runs its
+    /// operator after each step instead of keeping the steps (`eval::rules`).
+    step_buffers: [Vec<u8>; 2],
 }
 
 /// One value of a big collection, by position: its raw bytes' classes and its range of
@@ -176,6 +181,10 @@ impl TransformCache {
         for r in &mut self.rows {
             r.clear();
         }
+        self.step_out.clear();
+        for b in &mut self.step_buffers {
+            b.clear();
+        }
         self.table.clear();
         self.features.clear();
         self.arena.clear();
@@ -204,6 +213,17 @@ impl TransformCache {
         self.memo.insert(key, result);
     }
 
+    /// The two step buffers, for a caller that gives them back with
+    /// [`TransformCache::put_step_buffers`].
+    pub(crate) fn take_step_buffers(&mut self) -> [Vec<u8>; 2] {
+        std::mem::take(&mut self.step_buffers)
+    }
+
+    /// Keeps the step buffers for the next value.
+    pub(crate) fn put_step_buffers(&mut self, buffers: [Vec<u8>; 2]) {
+        self.step_buffers = buffers;
+    }
+
     /// Clears the cache for another transaction; false when its tables grew too large to
     /// be worth keeping (a request with many values), and it should be dropped instead.
     pub(crate) fn clear_for_reuse(&mut self) -> bool {
@@ -218,6 +238,8 @@ impl TransformCache {
             && self.memo.capacity() <= 16 * 1024
             && self.union_rows.iter().all(|r| r.capacity() <= 16 * 1024)
             && self.hits.capacity() <= 64 * 1024
+            && self.step_out.capacity() <= 64 * 1024
+            && self.step_buffers.iter().all(|b| b.capacity() <= 64 * 1024)
     }
 
     /// Whether the rule with prefilter `bit` can match any value of the variable of
@@ -565,18 +587,13 @@ impl TransformCache {
             Slot::Raw => self.raw_features(row, raw),
             Slot::Arena(_) => 0,
         };
+        let mut out = std::mem::take(&mut self.step_out);
         for i in start..n {
             let step = &chain[i];
-            let changed = if features != 0 && !step.may_change(features) {
-                None
-            } else {
-                match step.apply(self.slice(slot, raw)) {
-                    Cow::Borrowed(_) => None,
-                    Cow::Owned(v) => Some(v),
-                }
-            };
-            if let Some(v) = changed {
-                slot = self.keep(&v);
+            let changed = (features == 0 || step.may_change(features))
+                && step.apply_into(self.slice(slot, raw), &mut out);
+            if changed {
+                slot = self.keep(&out);
                 // Lower-casing only turns capitals into small letters: every other class
                 // is as it was.
                 features = match step {
@@ -595,6 +612,7 @@ impl TransformCache {
                 }
             }
         }
+        self.step_out = out;
         slot
     }
 

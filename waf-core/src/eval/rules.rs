@@ -10,7 +10,6 @@
 //!   actions (`deny`, `allow`, `skipAfter`, `skip`) take effect. In `DetectionOnly`, a
 //!   would-be intervention is recorded and evaluation goes on.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::actions::{AllowScope, Disruptive};
@@ -331,25 +330,28 @@ impl TxState {
                                 if check_known(raw, &name, None, classes) {
                                     return;
                                 }
-                                let mut value: Cow<'_, [u8]> = Cow::Borrowed(raw);
+                                // The value so far and the next step's output, in the
+                                // cache's two recycled buffers (`cur` is the value once a
+                                // step changed it).
+                                let [mut cur, mut next] = cache.take_step_buffers();
+                                let mut changed = false;
                                 // A step the value's byte classes show cannot change it
                                 // is passed by unread (`transformations::features`).
                                 for t in &rule.transformations {
                                     if !t.may_change(classes) {
                                         continue;
                                     }
-                                    let next = match t.apply(&value) {
-                                        Cow::Borrowed(_) => None,
-                                        Cow::Owned(v) => Some(v),
-                                    };
-                                    if let Some(v) = next {
-                                        value = Cow::Owned(v);
-                                        classes = features::of(&value);
-                                        if check_known(&value, &name, None, classes) {
-                                            return;
+                                    let input: &[u8] = if changed { &cur } else { raw };
+                                    if t.apply_into(input, &mut next) {
+                                        std::mem::swap(&mut cur, &mut next);
+                                        changed = true;
+                                        classes = features::of(&cur);
+                                        if check_known(&cur, &name, None, classes) {
+                                            break;
                                         }
                                     }
                                 }
+                                cache.put_step_buffers([cur, next]);
                             } else if let Some(key) = key.filter(|_| !reference) {
                                 let slot = cache.transform_slot(
                                     key,

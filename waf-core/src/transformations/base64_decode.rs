@@ -26,6 +26,12 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(decode(input, Leniency::LineBreaks))
 }
 
+/// Writes the decoded value into `out` (empty); always "changed" (the caller compares).
+pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
+    decode_into(input, Leniency::LineBreaks, out);
+    true
+}
+
 /// The sextet a Base64 digit stands for.
 fn sextet(b: u8) -> Option<u32> {
     let v = match b {
@@ -41,7 +47,14 @@ fn sextet(b: u8) -> Option<u32> {
 
 /// Decodes `input`, shared with `base64DecodeExt`.
 pub(super) fn decode(input: &[u8], leniency: Leniency) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len() / 4 * 3 + 2);
+    let mut out = Vec::new();
+    decode_into(input, leniency, &mut out);
+    out
+}
+
+/// [`decode`], appending to `out`.
+fn decode_into(input: &[u8], leniency: Leniency, out: &mut Vec<u8>) {
+    out.reserve(input.len() / 4 * 3 + 2);
     let mut acc: u32 = 0;
     let mut n = 0;
     for &b in input {
@@ -65,7 +78,6 @@ pub(super) fn decode(input: &[u8], leniency: Leniency) -> Vec<u8> {
         3 => out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]),
         _ => {}
     }
-    out
 }
 
 #[cfg(test)]

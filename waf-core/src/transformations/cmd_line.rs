@@ -25,6 +25,11 @@ fn is_plain(b: u8) -> bool {
 }
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
+    super::owned_if(input, apply_into)
+}
+
+/// Writes the transformed value into `out` (empty) when it differs from `input`.
+pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
     // A single space followed by a plain byte other than `/` or `(` is also kept as is.
     let first = (0..input.len()).find(|&i| match input[i] {
         b' ' => match input.get(i + 1) {
@@ -34,9 +39,9 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
         b => !is_plain(b),
     });
     let Some(first) = first else {
-        return Cow::Borrowed(input);
+        return false;
     };
-    let mut out = Vec::with_capacity(input.len());
+    out.reserve(input.len());
     out.extend_from_slice(&input[..first]);
     let mut space = false;
     for &b in &input[first..] {
@@ -61,7 +66,7 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
             }
         }
     }
-    Cow::Owned(out)
+    true
 }
 
 #[cfg(test)]

@@ -10,6 +10,14 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(input.len().to_string().into_bytes())
 }
 
+/// Writes the length in decimal into `out` (empty).
+pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
+    use std::io::Write;
+    // Writing into a `Vec` cannot fail.
+    let _ = write!(out, "{}", input.len());
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

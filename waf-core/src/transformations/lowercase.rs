@@ -9,12 +9,17 @@
 use std::borrow::Cow;
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
+    super::owned_if(input, apply_into)
+}
+
+/// Writes the lower-cased value into `out` (empty) when it differs from `input`.
+pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
     match input.iter().position(u8::is_ascii_uppercase) {
-        None => Cow::Borrowed(input),
+        None => false,
         Some(first) => {
-            let mut out = input.to_vec();
+            out.extend_from_slice(input);
             out[first..].make_ascii_lowercase();
-            Cow::Owned(out)
+            true
         }
     }
 }

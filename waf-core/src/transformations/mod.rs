@@ -312,6 +312,32 @@ impl Transformation {
         }
     }
 
+    /// [`Transformation::apply`] into a caller's buffer: true when the value changed, and
+    /// then `out` holds it (`out` is cleared first; its contents are unspecified on false).
+    /// The steps a CRS request runs most write straight into `out`; the others make a new
+    /// buffer, which replaces `out`.
+    pub(crate) fn apply_into(&self, input: &[u8], out: &mut Vec<u8>) -> bool {
+        out.clear();
+        let changed = match self {
+            Transformation::Lowercase => lowercase::apply_into(input, out),
+            Transformation::CmdLine => cmd_line::apply_into(input, out),
+            Transformation::Base64Decode => base64_decode::apply_into(input, out),
+            Transformation::Length => length::apply_into(input, out),
+            Transformation::RemoveWhitespace => remove_whitespace::apply_into(input, out),
+            Transformation::UrlDecodeUni => url_decode_uni::apply_into(input, out),
+            // The new buffer takes `out`'s place: no copy.
+            other => match other.apply(input) {
+                Cow::Borrowed(_) => return false,
+                Cow::Owned(v) => {
+                    *out = v;
+                    return true;
+                }
+            },
+        };
+        // As in `apply`: a decoder that found nothing to change reports no change.
+        changed && out.as_slice() != input
+    }
+
     /// Applies the transformation; `Cow::Borrowed` means the input was left unchanged, and
     /// an `Owned` value always differs from the input.
     pub(crate) fn apply<'a>(&self, input: &'a [u8]) -> Cow<'a, [u8]> {
@@ -359,6 +385,17 @@ impl Transformation {
             Cow::Owned(v) if v.as_slice() == input => Cow::Borrowed(input),
             out => out,
         }
+    }
+}
+
+/// `Cow::Owned` with what `into` writes when it reports a change, else `input` borrowed:
+/// `apply` for a step written as `apply_into`.
+fn owned_if(input: &[u8], into: fn(&[u8], &mut Vec<u8>) -> bool) -> Cow<'_, [u8]> {
+    let mut out = Vec::new();
+    if into(input, &mut out) {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(input)
     }
 }
 

@@ -25,10 +25,15 @@ fn space_len(input: &[u8], i: usize) -> usize {
 }
 
 pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
+    super::owned_if(input, apply_into)
+}
+
+/// Writes the value without whitespace into `out` (empty) when it had some.
+pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(first) = (0..input.len()).find(|&i| space_len(input, i) > 0) else {
-        return Cow::Borrowed(input);
+        return false;
     };
-    let mut out = Vec::with_capacity(input.len());
+    out.reserve(input.len());
     out.extend_from_slice(&input[..first]);
     let mut i = first;
     while i < input.len() {
@@ -40,7 +45,7 @@ pub(super) fn apply(input: &[u8]) -> Cow<'_, [u8]> {
             n => i += n,
         }
     }
-    Cow::Owned(out)
+    true
 }
 
 #[cfg(test)]

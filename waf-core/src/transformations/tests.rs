@@ -252,3 +252,24 @@ fn features_never_skip_a_change() {
     }
     assert!(checked > 20_000, "only {checked} skips checked");
 }
+
+/// [`Transformation::apply_into`] gives what [`Transformation::apply`] gives (changed or
+/// not, and the same bytes), into a buffer that held an earlier value.
+#[test]
+fn apply_into_matches_apply() {
+    let alphabet: &[u8] = b"aZz09%+&\\ \t\n\r/.\"'^,;*=x\x00\xa0\xc2\xe2\x80\xa8&#;ltQUJD";
+    let mut out = b"left over".to_vec();
+    for v in super::features::generated_values(alphabet, 0x5851_f42d_4c95_7f2d).take(20_000) {
+        for t in ALL {
+            match t.apply(&v) {
+                std::borrow::Cow::Borrowed(_) => {
+                    assert!(!t.apply_into(&v, &mut out), "{} of {v:?}", t.name())
+                }
+                std::borrow::Cow::Owned(want) => {
+                    assert!(t.apply_into(&v, &mut out), "{} of {v:?}", t.name());
+                    assert_eq!(out, want, "{} of {v:?}", t.name());
+                }
+            }
+        }
+    }
+}

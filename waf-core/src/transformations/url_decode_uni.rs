@@ -65,11 +65,47 @@ pub(super) fn apply_mapped<'a>(input: &'a [u8], map: &unicode_map::UnicodeMap) -
 }
 
 fn decode<'a>(input: &'a [u8], map: Option<&unicode_map::UnicodeMap>) -> Cow<'a, [u8]> {
+    let mut out = Vec::new();
+    if decode_into(input, map, &mut out) {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(input)
+    }
+}
+
+/// Writes [`apply`]'s result into `out` (empty) when it differs from `input`; the same
+/// steps, into a caller's buffer.
+pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
+    if !decode_into(input, None, out) {
+        // Nothing to decode; only NFKC folding of non-ASCII text can change the value.
+        if input.is_ascii() {
+            return false;
+        }
+        return match nfkc::fold(Cow::Borrowed(input)) {
+            Cow::Borrowed(_) => false,
+            Cow::Owned(v) => {
+                out.extend_from_slice(&v);
+                true
+            }
+        };
+    }
+    if !out.is_ascii() {
+        if let Cow::Owned(v) = nfkc::fold(Cow::Borrowed(&out[..])) {
+            out.clear();
+            out.extend_from_slice(&v);
+        }
+    }
+    true
+}
+
+/// Appends the decoded `input` to `out` (empty) when some escape decodes; false (and
+/// `out` untouched) when there is none.
+fn decode_into(input: &[u8], map: Option<&unicode_map::UnicodeMap>, out: &mut Vec<u8>) -> bool {
     let Some(first) = memchr::memchr2_iter(b'%', b'+', input).find(|&i| decodes_at(input, i, map))
     else {
-        return Cow::Borrowed(input);
+        return false;
     };
-    let mut out = Vec::with_capacity(input.len());
+    out.reserve(input.len());
     out.extend_from_slice(&input[..first]);
     let mut i = first;
     while i < input.len() {
@@ -114,7 +150,7 @@ fn decode<'a>(input: &'a [u8], map: Option<&unicode_map::UnicodeMap>) -> Cow<'a,
             }
         }
     }
-    Cow::Owned(out)
+    true
 }
 
 #[cfg(test)]
