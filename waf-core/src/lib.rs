@@ -93,7 +93,7 @@ mod waf;
 pub use compile::{LimitAction, ScanBackend};
 pub use error::{Error, ErrorKind, Location, Warning};
 pub use exclusion::{ExcludedRules, Exclusion};
-pub use report::{MatchedRule, MlScore, Report, Severity};
+pub use report::{MatchedRule, MlScore, Report, Severity, UniqueId};
 pub use transaction::{ConnectionInfo, RequestHead, ResponseHead, Transaction};
 pub use verdict::{DisruptiveAction, Intervention, Verdict};
 pub use waf::{EngineMode, EngineSettings, Waf, WafBuilder};

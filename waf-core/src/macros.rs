@@ -126,18 +126,24 @@ impl MacroString {
             return Cow::Borrowed(l);
         }
         let mut out = Vec::new();
+        self.expand_into(expander, &mut out);
+        Cow::Owned(out)
+    }
+
+    /// Appends the expansion to `out` (a caller's reused buffer: no allocation once it is
+    /// large enough).
+    pub(crate) fn expand_into(&self, expander: &dyn MacroExpander, out: &mut Vec<u8>) {
         for part in &self.parts {
             match part {
                 MacroPart::Literal(l) => out.extend_from_slice(l),
                 MacroPart::Variable { variable, key } => {
-                    expander.append_variable(*variable, key.as_deref(), &mut out)
+                    expander.append_variable(*variable, key.as_deref(), out)
                 }
                 MacroPart::Matching { variable, keys } => {
-                    expander.append_matching(*variable, &keys.selector, &mut out)
+                    expander.append_matching(*variable, &keys.selector, out)
                 }
             }
         }
-        Cow::Owned(out)
     }
 }
 

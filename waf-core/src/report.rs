@@ -6,8 +6,8 @@ use crate::verdict::Intervention;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Report {
-    /// Unique id of the transaction (`UNIQUE_ID`).
-    pub unique_id: String,
+    /// Unique id of the transaction (`UNIQUE_ID`); reads as a `&str`.
+    pub unique_id: UniqueId,
     /// Every rule (chain) that matched, in the order it matched, except `nolog` rules that
     /// do not disrupt (they only keep score).
     pub matched_rules: Vec<MatchedRule>,
@@ -24,6 +24,106 @@ pub struct Report {
     /// The ML detector's score of the request (`ml` feature, with a model configured and
     /// the request scored in phase 2); `None` otherwise.
     pub ml: Option<MlScore>,
+}
+
+/// A transaction's unique id, held inline when it fits (the engine's own ids take 19
+/// bytes), so that finishing a transaction allocates nothing; a longer id a host supplied
+/// is kept on the heap. Dereferences to `str` and compares with strings.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct UniqueId(IdRepr);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum IdRepr {
+    Inline {
+        len: u8,
+        bytes: [u8; UniqueId::INLINE],
+    },
+    Heap(Box<str>),
+}
+
+impl UniqueId {
+    /// The longest id held inline.
+    const INLINE: usize = 46;
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // Only ever filled from a `&str` cut at its length.
+            IdRepr::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            IdRepr::Heap(s) => s,
+        }
+    }
+}
+
+impl From<&str> for UniqueId {
+    fn from(s: &str) -> UniqueId {
+        if s.len() > UniqueId::INLINE {
+            return UniqueId(IdRepr::Heap(s.into()));
+        }
+        let mut bytes = [0; UniqueId::INLINE];
+        bytes[..s.len()].copy_from_slice(s.as_bytes());
+        UniqueId(IdRepr::Inline {
+            len: s.len() as u8,
+            bytes,
+        })
+    }
+}
+
+impl Default for UniqueId {
+    fn default() -> UniqueId {
+        UniqueId::from("")
+    }
+}
+
+impl std::ops::Deref for UniqueId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for UniqueId {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for UniqueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for UniqueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<str> for UniqueId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for UniqueId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for UniqueId {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl serde::Serialize for UniqueId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 /// What the ML detector made of a request (see `waf_core::ml`, `ml` feature).
@@ -140,5 +240,25 @@ impl Severity {
     /// The number, 0 (emergency) to 7 (debug).
     pub fn number(self) -> u8 {
         self as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UniqueId;
+
+    #[test]
+    fn unique_ids_of_any_length_read_back() {
+        for s in [
+            "",
+            "18f2c3a4b5c6d7e8000001",
+            &"x".repeat(46),
+            &"é".repeat(40),
+        ] {
+            let id = UniqueId::from(s);
+            assert_eq!(id, s);
+            assert_eq!(id.to_string(), s);
+            assert_eq!(format!("{id:?}"), format!("{s:?}"));
+        }
     }
 }

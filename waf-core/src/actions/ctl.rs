@@ -51,12 +51,13 @@ pub(crate) struct TargetRef {
     pub(crate) selector: Selector,
 }
 
-/// Which rules a `ctl` removal applies to.
+/// Which rules a `ctl` removal applies to. Shared, not copied: a transaction records the
+/// removals its `ctl`s make by cloning these, with no allocation.
 #[derive(Clone, Debug)]
 pub(crate) enum RuleSelector {
-    Ids(Vec<IdRange>),
-    Tag(String),
-    Msg(String),
+    Ids(std::sync::Arc<[IdRange]>),
+    Tag(std::sync::Arc<str>),
+    Msg(std::sync::Arc<str>),
 }
 
 impl std::fmt::Display for RuleSelector {
@@ -122,17 +123,17 @@ impl Ctl {
         };
         Ok(match name.to_ascii_lowercase().as_str() {
             "ruleengine" => Ctl::RuleEngine(parse_engine_mode(value)?),
-            "ruleremovebyid" => Ctl::RuleRemove(RuleSelector::Ids(parse_id_ranges(value)?)),
-            "ruleremovebytag" => Ctl::RuleRemove(RuleSelector::Tag(value.to_string())),
-            "ruleremovebymsg" => Ctl::RuleRemove(RuleSelector::Msg(value.to_string())),
+            "ruleremovebyid" => Ctl::RuleRemove(RuleSelector::Ids(parse_id_ranges(value)?.into())),
+            "ruleremovebytag" => Ctl::RuleRemove(RuleSelector::Tag(value.into())),
+            "ruleremovebymsg" => Ctl::RuleRemove(RuleSelector::Msg(value.into())),
             "ruleremovetargetbyid" | "ruleremovetargetbytag" | "ruleremovetargetbymsg" => {
                 let (which, target) = value
                     .split_once(';')
                     .ok_or_else(|| format!("ctl:{name} needs WHICH;TARGET, got {value:?}"))?;
                 let rules = match name.to_ascii_lowercase().as_str() {
-                    "ruleremovetargetbyid" => RuleSelector::Ids(parse_id_ranges(which)?),
-                    "ruleremovetargetbytag" => RuleSelector::Tag(which.trim().to_string()),
-                    _ => RuleSelector::Msg(which.trim().to_string()),
+                    "ruleremovetargetbyid" => RuleSelector::Ids(parse_id_ranges(which)?.into()),
+                    "ruleremovetargetbytag" => RuleSelector::Tag(which.trim().into()),
+                    _ => RuleSelector::Msg(which.trim().into()),
                 };
                 Ctl::RuleRemoveTarget(rules, parse_target(target)?)
             }
@@ -236,7 +237,7 @@ mod tests {
         ));
         match Ctl::parse("ruleRemoveById=1-999999").unwrap() {
             Ctl::RuleRemove(RuleSelector::Ids(r)) => assert_eq!(
-                r,
+                r.to_vec(),
                 vec![IdRange {
                     start: 1,
                     end: 999_999
@@ -246,7 +247,7 @@ mod tests {
         }
         match Ctl::parse("ruleRemoveTargetByTag=xss-perf-disable;REQUEST_FILENAME").unwrap() {
             Ctl::RuleRemoveTarget(RuleSelector::Tag(t), target) => {
-                assert_eq!(t, "xss-perf-disable");
+                assert_eq!(&*t, "xss-perf-disable");
                 assert_eq!(target.variable, Variable::RequestFilename);
             }
             other => panic!("{other:?}"),

@@ -36,6 +36,20 @@ pub(crate) fn parse(
     max_args: usize,
     out: &mut Vec<(Vec<u8>, Vec<u8>)>,
 ) -> UrlencodedOutcome {
+    parse_each(input, separator, max_args, |name, value| {
+        out.push((name.to_vec(), value.to_vec()))
+    })
+}
+
+/// [`parse`], handing each decoded (name, value) to `emit` instead of collecting them:
+/// a caller with buffers of its own copies into them, with no allocation for a pair
+/// that needs no decoding.
+pub(crate) fn parse_each(
+    input: &[u8],
+    separator: u8,
+    max_args: usize,
+    mut emit: impl FnMut(&[u8], &[u8]),
+) -> UrlencodedOutcome {
     let mut outcome = UrlencodedOutcome::default();
     let mut added = 0usize;
     for part in input.split(|&b| b == separator) {
@@ -53,7 +67,7 @@ pub(crate) fn parse(
         let (name, bad_name) = decode_checked(name);
         let (value, bad_value) = decode_checked(value);
         outcome.invalid_encoding |= bad_name | bad_value;
-        out.push((name.into_owned(), value.into_owned()));
+        emit(&name, &value);
         added += 1;
     }
     outcome

@@ -75,8 +75,8 @@ pub(crate) fn lower(
                     return Err(invalid(format!("path prefix {prefix:?} must start with /")));
                 }
                 let rules = match &e.rules {
-                    ExcludedRules::Ids(r) => RuleSelector::Ids(ids(r)?),
-                    ExcludedRules::Tag(t) => RuleSelector::Tag(t.clone()),
+                    ExcludedRules::Ids(r) => RuleSelector::Ids(ids(r)?.into()),
+                    ExcludedRules::Tag(t) => RuleSelector::Tag(t.as_str().into()),
                 };
                 let target = match &e.target {
                     None => None,

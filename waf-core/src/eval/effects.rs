@@ -50,21 +50,35 @@ impl TxState {
 
     fn set_var(&mut self, s: &SetVar) {
         // A `TX` name without macros has a slot in the table (`eval::vars`): set and read
-        // by index, with no hashing (`TxVars::get_at`, `set_at`).
-        let mut key = s.key.expand(&self.data);
-        // A name with a slot is a literal `SetVar::parse` already lower-cased.
-        if s.tx_slot == u32::MAX && key.iter().any(u8::is_ascii_uppercase) {
-            key = std::borrow::Cow::Owned(key.to_ascii_lowercase());
-        }
+        // by index, with no hashing (`TxVars::get_at`, `set_at`). Names and values with
+        // macros are expanded into the transaction's recycled text buffers.
+        let mut text = std::mem::take(&mut self.text);
+        let key: &[u8] = match s.key.as_literal() {
+            // A name with a slot is a literal `SetVar::parse` already lower-cased.
+            Some(l) if s.tx_slot != u32::MAX || !l.iter().any(u8::is_ascii_uppercase) => l,
+            _ => {
+                text.key.clear();
+                s.key.expand_into(&self.data, &mut text.key);
+                text.key.make_ascii_lowercase();
+                &text.key
+            }
+        };
         let num;
-        let value: Option<std::borrow::Cow<'_, [u8]>> = match &s.op {
+        let value: Option<&[u8]> = match &s.op {
             SetVarOp::Delete => None,
-            SetVarOp::Set(v) => Some(v.expand(&self.data)),
+            SetVarOp::Set(v) => Some(match v.as_literal() {
+                Some(l) => l,
+                None => {
+                    text.value.clear();
+                    v.expand_into(&self.data, &mut text.value);
+                    &text.value
+                }
+            }),
             SetVarOp::Add(v) | SetVarOp::Sub(v) => {
-                let delta = parse_int(&v.expand(&self.data));
+                let delta = parse_int(&v.expand_lent(&self.data));
                 let current = match s.collection {
-                    CollectionName::Tx => self.data.tx.get_at(s.tx_slot, &key),
-                    col => self.var_value(col, &key),
+                    CollectionName::Tx => self.data.tx.get_at(s.tx_slot, key),
+                    col => self.var_value(col, key),
                 };
                 let current = current.map_or(0, parse_int);
                 let n = if matches!(s.op, SetVarOp::Add(_)) {
@@ -73,35 +87,34 @@ impl TxState {
                     current.saturating_sub(delta)
                 };
                 num = Num::new(i128::from(n));
-                Some(std::borrow::Cow::Borrowed(num.as_bytes()))
+                Some(num.as_bytes())
             }
         };
         match s.collection {
             CollectionName::Tx => match value {
                 // Overwrite in place when the variable exists: no allocation.
-                Some(v) => self.data.tx.set_at(s.tx_slot, &key, &v),
+                Some(v) => self.data.tx.set_at(s.tx_slot, key, v),
                 None => {
-                    self.data.tx.remove(&key);
+                    self.data.tx.remove(key);
                 }
             },
             col => {
                 // Persistent collections must be initialised with initcol first, as in
                 // ModSecurity; a setvar on an uninitialised one has nothing to change.
-                let value = value.map(std::borrow::Cow::into_owned);
-                let key = key.into_owned();
                 if let Some((_, rec)) = self.data.collections.get_mut(&col) {
                     match value {
                         Some(v) => {
-                            let expiry = rec.vars.get(&key).map_or(0, |e| e.1);
-                            rec.vars.insert(key, (v, expiry));
+                            let expiry = rec.vars.get(key).map_or(0, |e| e.1);
+                            rec.vars.insert(key.to_vec(), (v.to_vec(), expiry));
                         }
                         None => {
-                            rec.vars.remove(&key);
+                            rec.vars.remove(key);
                         }
                     }
                 }
             }
         }
+        self.text = text;
     }
 
     fn var_value(&self, col: CollectionName, key: &[u8]) -> Option<&[u8]> {

@@ -68,6 +68,8 @@ pub(crate) struct TxState {
     request_body_over_limit: bool,
     response_body_over_limit: bool,
     scratch: rules::MatchScratch,
+    /// Where `setvar` expands names and values (see `effects`).
+    text: pool::TextScratch,
     policy: crate::policy::TxPolicy,
     #[cfg(feature = "ml")]
     ml_model: Option<crate::ml::Model>,
@@ -78,9 +80,12 @@ impl Drop for TxState {
     /// Leaves the transaction's tables to the next transaction (see [`pool`]).
     fn drop(&mut self) {
         self.runtime.pool.put(pool::Recycled {
-            tx: std::mem::take(&mut self.data.tx),
+            data: std::mem::take(&mut self.data),
             cache: std::mem::take(&mut self.cache),
             scratch: std::mem::take(&mut self.scratch),
+            text: std::mem::take(&mut self.text),
+            removed_rules: std::mem::take(&mut self.removed_rules),
+            removed_targets: std::mem::take(&mut self.removed_targets),
         });
     }
 }
@@ -105,32 +110,34 @@ impl TxState {
         let serial = runtime.next_serial();
         let mut recycled = runtime.pool.take();
         recycled.cache.set_width(program.prefix_count);
-        recycled.tx.prepare(&program.tx_names);
+        let mut data = recycled.data;
+        data.tx.prepare(&program.tx_names);
         // With the engine off no rule runs (and no `ctl` can turn it on), so what only rules
         // read is not formatted: a host that runs just the policy pays for none of it.
-        let rules_run = config.engine_mode != EngineMode::Off;
-        let text = |s: &dyn std::fmt::Display| {
-            if rules_run {
-                s.to_string().into_bytes()
-            } else {
-                Vec::new()
+        if config.engine_mode != EngineMode::Off {
+            use std::io::Write;
+            // Writes into the recycled buffers cannot fail.
+            let _ = write!(data.remote_addr, "{}", conn.client.ip());
+            let _ = write!(data.remote_port, "{}", conn.client.port());
+            let _ = write!(data.server_addr, "{}", conn.server.ip());
+            let _ = write!(data.server_port, "{}", conn.server.port());
+            data.web_app_id
+                .extend_from_slice(config.web_app_id.as_bytes());
+        }
+        match id {
+            Some(id) => data.unique_id.extend_from_slice(id.as_bytes()),
+            None => {
+                use std::io::Write;
+                let _ = write!(
+                    data.unique_id,
+                    "{:x}{:06x}",
+                    since.as_micros(),
+                    serial & 0xff_ffff
+                );
             }
-        };
-        let data = TxData {
-            remote_addr: text(&conn.client.ip()),
-            remote_port: text(&conn.client.port()),
-            server_addr: text(&conn.server.ip()),
-            server_port: text(&conn.server.port()),
-            unique_id: match id {
-                Some(id) => id.as_bytes().to_vec(),
-                None => format!("{:x}{:06x}", since.as_micros(), serial & 0xff_ffff).into_bytes(),
-            },
-            epoch_secs: since.as_secs(),
-            highest_severity: 255,
-            web_app_id: text(&config.web_app_id),
-            tx: recycled.tx,
-            ..TxData::default()
-        };
+        }
+        data.epoch_secs = since.as_secs();
+        data.highest_severity = 255;
         TxState {
             mode: config.engine_mode,
             request_body_access: config.request_body_access,
@@ -145,8 +152,8 @@ impl TxState {
             body_processor: None,
             force_request_body_variable: false,
             audit_engine: true,
-            removed_rules: Vec::new(),
-            removed_targets: Vec::new(),
+            removed_rules: recycled.removed_rules,
+            removed_targets: recycled.removed_targets,
             allow: None,
             intervention: None,
             would_intervene: None,
@@ -154,6 +161,7 @@ impl TxState {
             request_body_over_limit: false,
             response_body_over_limit: false,
             scratch: recycled.scratch,
+            text: recycled.text,
             policy,
             #[cfg(feature = "ml")]
             ml_model: ml,
@@ -190,11 +198,8 @@ impl TxState {
         self.apply_path_exclusions();
         let separator = self.program.config.argument_separator;
         let limit = self.program.config.arguments_limit;
-        self.data.request_headers = head
-            .headers
-            .iter()
-            .map(|(k, v)| Pair::new(*k, *v))
-            .collect();
+        let headers = head.headers.iter().map(|&(k, v)| (k, v));
+        self.data.set_pairs(|d| &mut d.request_headers, headers);
         let mut pairs = Vec::new();
         for (k, v) in head.headers {
             if k.eq_ignore_ascii_case(b"cookie") {
@@ -207,10 +212,16 @@ impl TxState {
             self.policy.effects(),
         );
         self.data.cookies = pairs.drain(..).map(|(k, v)| Pair::new(k, v)).collect();
-        let outcome =
-            body::urlencoded::parse(&self.data.query_string, separator, limit, &mut pairs);
+        // The query string's pairs go straight into recycled pairs (`TxData::pair`).
+        let query = std::mem::take(&mut self.data.query_string);
+        let mut args = std::mem::take(&mut self.data.args_get);
+        args.clear();
+        let data = &mut self.data;
+        let outcome = body::urlencoded::parse_each(&query, separator, limit, |k, v| {
+            args.push(data.pair(k, v));
+        });
+        (self.data.query_string, self.data.args_get) = (query, args);
         self.data.urlencoded_error |= outcome.invalid_encoding;
-        self.data.args_get = pairs.into_iter().map(|(k, v)| Pair::new(k, v)).collect();
         if outcome.args_limit_exceeded {
             // A limit never drops input silently (issue 13): refuse instead.
             let _ = self.limit_intervention(400, "query string has more arguments than the limit");
@@ -370,10 +381,12 @@ impl TxState {
     /// The body processor Content-Type implies (ModSecurity picks only these two by itself).
     fn default_body_processor(&self) -> Option<BodyProcessor> {
         let mime = mime_of(self.header(b"content-type").unwrap_or_default());
-        match mime.as_slice() {
-            b"application/x-www-form-urlencoded" => Some(BodyProcessor::Urlencoded),
-            b"multipart/form-data" => Some(BodyProcessor::Multipart),
-            _ => None,
+        if mime.eq_ignore_ascii_case(b"application/x-www-form-urlencoded") {
+            Some(BodyProcessor::Urlencoded)
+        } else if mime.eq_ignore_ascii_case(b"multipart/form-data") {
+            Some(BodyProcessor::Multipart)
+        } else {
+            None
         }
     }
 
@@ -685,18 +698,19 @@ impl TxState {
         if self.mode == EngineMode::Off {
             return Verdict::Continue;
         }
-        self.data.response_status = head.status.to_string().into_bytes();
-        self.data.response_protocol = head.version.to_vec();
-        self.data.response_headers = head
-            .headers
-            .iter()
-            .map(|(k, v)| Pair::new(*k, *v))
-            .collect();
+        self.data.response_status.clear();
+        let _ = std::io::Write::write_fmt(
+            &mut self.data.response_status,
+            format_args!("{}", head.status),
+        );
+        data::refill(&mut self.data.response_protocol, head.version);
+        let headers = head.headers.iter().map(|&(k, v)| (k, v));
+        self.data.set_pairs(|d| &mut d.response_headers, headers);
         for (k, v) in head.headers {
             if k.eq_ignore_ascii_case(b"content-type") {
-                self.data.response_content_type = v.to_vec();
+                data::refill(&mut self.data.response_content_type, v);
             } else if k.eq_ignore_ascii_case(b"content-length") {
-                self.data.response_content_length = v.to_vec();
+                data::refill(&mut self.data.response_content_length, v);
             }
         }
         self.run_phase(3)
@@ -708,7 +722,8 @@ impl TxState {
             return false;
         }
         let mime = mime_of(&self.data.response_content_type);
-        self.program.config.response_body_mime_types.contains(&mime)
+        // The configured types are lower-cased at load.
+        (self.program.config.response_body_mime_types.iter()).any(|t| t.eq_ignore_ascii_case(mime))
     }
 
     pub(crate) fn response_body(&mut self, chunk: &[u8]) -> Verdict {
@@ -769,7 +784,7 @@ impl TxState {
                 .map_or(0, crate::actions::setvar::parse_int)
         };
         Report {
-            unique_id: String::from_utf8_lossy(&self.data.unique_id).into_owned(),
+            unique_id: self.unique_id().into(),
             inbound_anomaly_score: tx_num(b"blocking_inbound_anomaly_score")
                 .max(tx_num(b"inbound_anomaly_score")),
             outbound_anomaly_score: tx_num(b"blocking_outbound_anomaly_score")
@@ -841,11 +856,12 @@ fn is_utf8_label(label: &[u8]) -> bool {
     matches!(label, b"utf-8" | b"utf8" | b"us-ascii" | b"ascii")
 }
 
-/// The MIME type of a Content-Type value: before `;`, trimmed, lower-cased.
-fn mime_of(content_type: &[u8]) -> Vec<u8> {
+/// The MIME type of a Content-Type value: before `;`, trimmed (compare it ignoring ASCII
+/// case).
+fn mime_of(content_type: &[u8]) -> &[u8] {
     let end = content_type
         .iter()
         .position(|&b| b == b';')
         .unwrap_or(content_type.len());
-    content_type[..end].trim_ascii().to_ascii_lowercase()
+    content_type[..end].trim_ascii()
 }

@@ -1,7 +1,8 @@
 //! Buffers of finished transactions, kept for the next ones.
 //!
-//! A transaction fills hash tables and buffers (the `TX` collection, the transformation
-//! cache, the match scratch) that reach the same sizes request after request. Starting each
+//! A transaction fills hash tables and buffers (the request and response data with the
+//! `TX` collection, the transformation cache, the match scratch, the expansion buffers)
+//! that reach the same sizes request after request. Starting each
 //! transaction with empty ones costs an allocation per `TX` variable and a rehash per table
 //! growth; instead a finished (or dropped) transaction clears them and leaves them here, and
 //! the next transaction of the same [`crate::Waf`] takes them.
@@ -19,15 +20,36 @@
 use std::sync::Mutex;
 
 use super::cache::TransformCache;
+use super::data::TxData;
 use super::rules::MatchScratch;
-use super::vars::TxVars;
+use crate::actions::ctl::{RuleSelector, TargetRef};
 
 /// The reusable containers of one transaction, all empty.
 #[derive(Debug, Default)]
 pub(super) struct Recycled {
-    pub(super) tx: TxVars,
+    pub(super) data: TxData,
     pub(super) cache: TransformCache,
     pub(super) scratch: MatchScratch,
+    pub(super) text: TextScratch,
+    /// The rules and targets `ctl`s removed (see `TxState::removed_rules`).
+    pub(super) removed_rules: Vec<RuleSelector>,
+    pub(super) removed_targets: Vec<(RuleSelector, TargetRef)>,
+}
+
+/// Buffers that `setvar` expands names and values into (`eval::effects`).
+#[derive(Debug, Default)]
+pub(super) struct TextScratch {
+    pub(super) key: Vec<u8>,
+    pub(super) value: Vec<u8>,
+}
+
+impl TextScratch {
+    /// Clears the buffers; false when one grew too large to keep.
+    fn clear_for_reuse(&mut self) -> bool {
+        self.key.clear();
+        self.value.clear();
+        self.key.capacity() <= 4096 && self.value.capacity() <= 64 * 1024
+    }
 }
 
 /// The free sets of one [`crate::Waf`].
@@ -60,8 +82,15 @@ impl Pool {
 
     /// Clears `recycled` and keeps it, unless the shard is full or busy, or it grew large.
     pub(super) fn put(&self, mut recycled: Recycled) {
-        recycled.tx.clear();
-        if !recycled.cache.clear_for_reuse() || !recycled.scratch.clear_for_reuse() {
+        recycled.data.clear_for_reuse();
+        recycled.removed_rules.clear();
+        recycled.removed_rules.shrink_to(64);
+        recycled.removed_targets.clear();
+        recycled.removed_targets.shrink_to(64);
+        if !recycled.cache.clear_for_reuse()
+            || !recycled.scratch.clear_for_reuse()
+            || !recycled.text.clear_for_reuse()
+        {
             return;
         }
         if let Ok(mut free) = self.shards[shard_index()].try_lock() {
@@ -80,10 +109,13 @@ mod tests {
     fn a_thread_gets_back_what_it_returned() {
         let pool = Pool::default();
         let mut r = Recycled::default();
-        r.tx.set(b"a", b"1");
+        r.data.tx.set(b"a", b"1");
+        r.data.method.extend_from_slice(b"GET");
+        r.text.value.extend_from_slice(b"x");
         pool.put(r);
         let back = pool.take();
-        assert_eq!(back.tx.get(b"a"), None, "returned tables are cleared");
+        assert_eq!(back.data.tx.get(b"a"), None, "returned tables are cleared");
+        assert!(back.data.method.is_empty() && back.text.value.is_empty());
         assert!(pool.shards.iter().all(|s| s.lock().unwrap().is_empty()));
     }
 }

@@ -5,18 +5,17 @@
 //! not a space in a path); an absolute URI (`http://host/path`) loses its scheme and
 //! authority, as in Coraza; `REQUEST_BASENAME` is what follows the last `/` or `\`.
 
-use std::borrow::Cow;
-
-use super::data::TxData;
+use super::data::{refill, TxData};
 use crate::body::urlencoded::hex_val;
 
-/// Percent-decodes `%XX`; invalid sequences are kept as they are. Borrows when there is
-/// nothing to decode.
-pub(crate) fn percent_decode(input: &[u8]) -> Cow<'_, [u8]> {
+/// Replaces `out` with `input` percent-decoded (`%XX`); invalid sequences are kept as they
+/// are.
+fn percent_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.clear();
     if !input.contains(&b'%') {
-        return Cow::Borrowed(input);
+        out.extend_from_slice(input);
+        return;
     }
-    let mut out = Vec::with_capacity(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] == b'%' && i + 2 < input.len() {
@@ -29,21 +28,20 @@ pub(crate) fn percent_decode(input: &[u8]) -> Cow<'_, [u8]> {
         out.push(input[i]);
         i += 1;
     }
-    Cow::Owned(out)
 }
 
 /// Fills the request-line variables of `data`.
 pub(crate) fn set_request_line(data: &mut TxData, method: &[u8], uri: &[u8], version: &[u8]) {
-    data.method = method.to_vec();
-    data.protocol = version.to_vec();
-    data.uri_raw = uri.to_vec();
-    let mut line = Vec::with_capacity(method.len() + uri.len() + version.len() + 2);
+    refill(&mut data.method, method);
+    refill(&mut data.protocol, version);
+    refill(&mut data.uri_raw, uri);
+    let line = &mut data.request_line;
+    line.clear();
     line.extend_from_slice(method);
     line.push(b' ');
     line.extend_from_slice(uri);
     line.push(b' ');
     line.extend_from_slice(version);
-    data.request_line = line;
 
     let without_fragment = match uri.iter().position(|&b| b == b'#') {
         Some(i) => &uri[..i],
@@ -71,14 +69,14 @@ pub(crate) fn set_request_line(data: &mut TxData, method: &[u8], uri: &[u8], ver
         Some(q) => (&target[..q], Some(&target[q + 1..])),
         None => (target, None),
     };
-    data.query_string = query.map(<[u8]>::to_vec).unwrap_or_default();
-    data.uri = percent_decode(target).into_owned();
-    let filename = percent_decode(path).into_owned();
-    data.basename = match filename.iter().rposition(|&b| b == b'/' || b == b'\\') {
-        Some(i) => filename[i + 1..].to_vec(),
-        None => filename.clone(),
+    refill(&mut data.query_string, query.unwrap_or_default());
+    percent_decode_into(target, &mut data.uri);
+    percent_decode_into(path, &mut data.filename);
+    let base = match data.filename.iter().rposition(|&b| b == b'/' || b == b'\\') {
+        Some(i) => i + 1,
+        None => 0,
     };
-    data.filename = filename;
+    refill(&mut data.basename, &data.filename[base..]);
 }
 
 #[cfg(test)]
@@ -103,7 +101,22 @@ mod tests {
         set_request_line(&mut d, b"GET", b"http://example.com/p%zz?q", b"HTTP/1.1");
         assert_eq!(d.filename, b"/p%zz");
         assert_eq!(d.query_string, b"q");
-        assert_eq!(&*percent_decode(b"%4"), b"%4");
-        assert_eq!(&*percent_decode(b"%41%"), b"A%");
+        let mut out = b"old".to_vec();
+        percent_decode_into(b"%4", &mut out);
+        assert_eq!(out, b"%4");
+        percent_decode_into(b"%41%", &mut out);
+        assert_eq!(out, b"A%");
+        // A second request line replaces every variable of the first.
+        set_request_line(&mut d, b"POST", b"/x", b"HTTP/1.0");
+        assert_eq!(
+            (
+                &d.filename[..],
+                &d.basename[..],
+                &d.query_string[..],
+                &d.uri[..]
+            ),
+            (&b"/x"[..], &b"x"[..], &b""[..], &b"/x"[..])
+        );
+        assert_eq!(d.request_line, b"POST /x HTTP/1.0");
     }
 }

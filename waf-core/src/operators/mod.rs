@@ -61,13 +61,39 @@ use crate::macros::{MacroExpander, MacroString};
 
 /// Capture groups written by an operator when its rule has `capture`: index 0 is the whole
 /// match (or the matched phrase, or the SQLi fingerprint), 1..=9 the groups.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The transaction keeps one across rules and requests (the match scratch), so it also
+/// keeps what capturing costs buffers for: group buffers beyond the current groups, and
+/// the capture slots of each `@rx` that captured. A capturing match then allocates nothing
+/// once the same regex has captured before.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Captures {
     /// `TX.0` .. `TX.9`.
     pub(crate) groups: Vec<Vec<u8>>,
+    /// Emptied group buffers for later, longer fills.
+    spare: Vec<Vec<u8>>,
+    /// Capture slots by the address of the regex they were made for. A scratch serves the
+    /// transactions of one `Waf`, whose regexes live as long as it does, so an address
+    /// names one regex.
+    locations: Vec<(usize, regex::bytes::CaptureLocations)>,
+}
+
+impl PartialEq for Captures {
+    fn eq(&self, other: &Captures) -> bool {
+        self.groups == other.groups
+    }
 }
 
 impl Captures {
+    /// Captures with these groups.
+    #[cfg(test)]
+    pub(crate) fn with_groups(groups: Vec<Vec<u8>>) -> Captures {
+        Captures {
+            groups,
+            ..Captures::default()
+        }
+    }
+
     /// Replaces the groups with `parts`, reusing the buffers already allocated.
     fn fill<'a>(&mut self, parts: impl IntoIterator<Item = &'a [u8]>) {
         let mut n = 0;
@@ -77,11 +103,32 @@ impl Captures {
                     group.clear();
                     group.extend_from_slice(part);
                 }
-                None => self.groups.push(part.to_vec()),
+                None => {
+                    let mut group = self.spare.pop().unwrap_or_default();
+                    group.extend_from_slice(part);
+                    self.groups.push(group);
+                }
             }
             n += 1;
         }
-        self.groups.truncate(n);
+        for mut group in self.groups.drain(n.min(self.groups.len())..) {
+            group.clear();
+            self.spare.push(group);
+        }
+    }
+
+    /// The capture slots kept for the regex at `key`, if any (give them back with
+    /// [`Captures::keep_locations`]).
+    fn take_locations(&mut self, key: usize) -> Option<regex::bytes::CaptureLocations> {
+        let i = self.locations.iter().position(|(k, _)| *k == key)?;
+        Some(self.locations.swap_remove(i).1)
+    }
+
+    /// Keeps capture slots for the regex at `key` (at most 64 regexes' worth).
+    fn keep_locations(&mut self, key: usize, locations: regex::bytes::CaptureLocations) {
+        if self.locations.len() < 64 {
+            self.locations.push((key, locations));
+        }
     }
 }
 
@@ -358,9 +405,10 @@ impl StringArgument {
         self.template.as_literal()
     }
 
-    /// The value for this call: borrowed when literal, expanded otherwise.
-    fn value<'a>(&'a self, expander: &dyn MacroExpander) -> Cow<'a, [u8]> {
-        self.template.expand(expander)
+    /// The value for this call: borrowed when literal or one macro the expander lends
+    /// (`%{tx.allowed_methods}`: no copy per value), expanded otherwise.
+    fn value<'a>(&'a self, expander: &'a dyn MacroExpander) -> Cow<'a, [u8]> {
+        self.template.expand_lent(expander)
     }
 }
 

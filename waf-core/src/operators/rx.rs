@@ -166,7 +166,11 @@ impl Rx {
             captures.fill([found.as_bytes()]);
             return true;
         }
-        let mut locations = self.regex.capture_locations();
+        let key = std::ptr::from_ref(&self.regex) as usize;
+        let mut locations = captures
+            .take_locations(key)
+            .filter(|l| l.len() == self.regex.captures_len())
+            .unwrap_or_else(|| self.regex.capture_locations());
         if self
             .regex
             .captures_read_at(&mut locations, input, found.start())
@@ -181,6 +185,7 @@ impl Rx {
             Some((start, end)) => &input[start..end],
             None => &[][..],
         }));
+        captures.keep_locations(key, locations);
         true
     }
 }
@@ -409,9 +414,14 @@ mod tests {
 
     #[test]
     fn captures_reuse_and_shrink() {
-        let mut c = Captures {
-            groups: vec![b"old".to_vec(); 5],
-        };
+        let mut c = Captures::with_groups(vec![b"old".to_vec(); 5]);
+        assert!(rx("(b)").evaluate(b"abc", Some(&mut c), &NO_MACROS));
+        assert_eq!(c.groups, vec![b"b".to_vec(), b"b".to_vec()]);
+        // The same regex again reuses its capture slots; another regex gets its own.
+        let two = rx("(a)(b)(c)");
+        assert!(two.evaluate(b"xabc", Some(&mut c), &NO_MACROS));
+        assert!(two.evaluate(b"abc", Some(&mut c), &NO_MACROS));
+        assert_eq!(c.groups.len(), 4);
         assert!(rx("(b)").evaluate(b"abc", Some(&mut c), &NO_MACROS));
         assert_eq!(c.groups, vec![b"b".to_vec(), b"b".to_vec()]);
     }

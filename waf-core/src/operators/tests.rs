@@ -173,9 +173,7 @@ fn modsecurity_operator_vectors() {
         let expected = case.ret == 1;
 
         let plain = op.evaluate(&input, &NO_MACROS, None);
-        let mut captures = Captures {
-            groups: vec![b"stale".to_vec()],
-        };
+        let mut captures = Captures::with_groups(vec![b"stale".to_vec()]);
         let captured = op.evaluate(&input, &NO_MACROS, Some(&mut captures));
         if plain != expected || captured != expected {
             failures.push(format!(

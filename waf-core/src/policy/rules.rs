@@ -329,9 +329,9 @@ impl Rule {
                     });
                 }
                 if !ranges.is_empty() {
-                    selectors.push(RuleSelector::Ids(ranges));
+                    selectors.push(RuleSelector::Ids(ranges.into()));
                 }
-                selectors.extend(c.tags.iter().cloned().map(RuleSelector::Tag));
+                selectors.extend(c.tags.iter().map(|t| RuleSelector::Tag(t.as_str().into())));
                 if selectors.is_empty() {
                     return bad("`skip` needs `rule_ids` or `tags`".into());
                 }

@@ -15,10 +15,12 @@ mod args;
 mod body;
 mod files;
 mod headers;
+mod reuse;
 mod server;
 mod state;
 
 pub(crate) use headers::drop_verified_cookies;
+pub(crate) use reuse::refill;
 
 use std::collections::HashMap;
 
@@ -181,6 +183,8 @@ pub(crate) struct TxData {
     /// The phase being evaluated (1..=5).
     pub(crate) phase: u8,
     pub(crate) web_app_id: Vec<u8>,
+    /// Emptied pairs of an earlier transaction, for [`TxData::pair`] (see `reuse`).
+    pub(crate) spare_pairs: Vec<Pair>,
 }
 
 /// How a visited value is named, for `MATCHED_VAR_NAME`.
@@ -272,11 +276,30 @@ fn visit_named<'a>(
             }
         }
         _ => {
-            let mut vars: Vec<(&[u8], &[u8])> = all
-                .filter(|(k, _)| selector.matches(k) && !excluded(k))
-                .collect();
+            // Visited in name order. Up to `SMALL` selected names are sorted on the stack
+            // (a rule reading `TX:/^header_name_/` selects a few): no allocation.
+            const SMALL: usize = 16;
+            let mut small: [(&[u8], &[u8]); SMALL] = [(&[], &[]); SMALL];
+            let mut n = 0;
+            let mut many: Vec<(&[u8], &[u8])> = Vec::new();
+            for kv in all.filter(|(k, _)| selector.matches(k) && !excluded(k)) {
+                if n < SMALL {
+                    small[n] = kv;
+                    n += 1;
+                } else {
+                    if many.is_empty() {
+                        many.extend_from_slice(&small);
+                    }
+                    many.push(kv);
+                }
+            }
+            let vars = if many.is_empty() {
+                &mut small[..n]
+            } else {
+                &mut many[..]
+            };
             vars.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            for (k, v) in vars {
+            for &mut (k, v) in vars {
                 visit(k, v);
             }
         }

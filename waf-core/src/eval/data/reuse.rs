@@ -1,0 +1,224 @@
+//! Reusing a finished transaction's [`TxData`] for the next one (see `eval::pool`).
+//!
+//! A transaction copies the request line, the headers, the arguments and the response
+//! head into `TxData`: a few dozen small buffers, one allocation each, request after
+//! request. A finished transaction's `TxData` is emptied instead and handed to the next
+//! one, which writes into the same buffers. Emptying starts from `TxData::default()` and
+//! moves back only the cleared containers, naming every field (so a field added later
+//! cannot keep a value by oversight); the pairs of the header and argument lists become
+//! spare pairs that [`TxData::pair`] fills again.
+
+use super::{Pair, TxData};
+
+/// A buffer whose capacity grew beyond this is dropped rather than kept (one big request
+/// must not make every pooled transaction big).
+const KEEP_BYTES: usize = 16 * 1024;
+
+/// At most this many spare pairs are kept.
+const SPARE_PAIRS: usize = 1024;
+
+/// A pair whose buffers together hold more than this is not kept as a spare.
+const KEEP_PAIR_BYTES: usize = 1024;
+
+/// `buf`, emptied, when it is small enough to keep; else a new empty buffer.
+fn cleared<T>(mut buf: Vec<T>) -> Vec<T> {
+    if buf.capacity() * std::mem::size_of::<T>().max(1) > KEEP_BYTES {
+        return Vec::new();
+    }
+    buf.clear();
+    buf
+}
+
+impl TxData {
+    /// Empties every field for another transaction of the same program, keeping the
+    /// small buffers (never their contents) and the `TX` table (cleared by
+    /// [`super::super::vars::TxVars::clear`]). Afterwards `self` reads like
+    /// `TxData::default()`.
+    pub(crate) fn clear_for_reuse(&mut self) {
+        let TxData {
+            remote_addr,
+            remote_port,
+            server_addr,
+            server_port,
+            unique_id,
+            epoch_secs: _,
+            method,
+            protocol,
+            uri_raw,
+            uri,
+            filename,
+            basename,
+            query_string,
+            request_line,
+            request_headers,
+            cookies,
+            args_get,
+            args_post,
+            urlencoded_error: _,
+            request_body,
+            request_body_visible: _,
+            request_body_length: _,
+            body_processor: _,
+            reqbody_error: _,
+            reqbody_error_msg: _,
+            files: _,
+            part_headers,
+            multipart_names: _,
+            multipart_filenames: _,
+            multipart: _,
+            xml_text: _,
+            xml_attrs: _,
+            response_status,
+            response_protocol,
+            response_headers,
+            response_body,
+            response_content_type,
+            response_content_length,
+            outbound_data_error: _,
+            inbound_data_error: _,
+            match_limit_exceeded: _,
+            mut tx,
+            collections: _,
+            env: _,
+            matched_var,
+            matched_var_name,
+            matched_vars,
+            matched_buf,
+            highest_severity: _,
+            rule_id: _,
+            duration_micros: _,
+            phase: _,
+            web_app_id,
+            mut spare_pairs,
+        } = std::mem::take(self);
+        let mut lists = [
+            request_headers,
+            cookies,
+            args_get,
+            args_post,
+            part_headers,
+            response_headers,
+        ];
+        for list in &mut lists {
+            for mut pair in list.drain(..) {
+                if spare_pairs.len() >= SPARE_PAIRS {
+                    break;
+                }
+                if pair.key.capacity() + pair.value.capacity() <= KEEP_PAIR_BYTES {
+                    pair.key.clear();
+                    pair.value.clear();
+                    spare_pairs.push(pair);
+                }
+            }
+        }
+        let [request_headers, cookies, args_get, args_post, part_headers, response_headers] = lists;
+        tx.clear();
+        *self = TxData {
+            remote_addr: cleared(remote_addr),
+            remote_port: cleared(remote_port),
+            server_addr: cleared(server_addr),
+            server_port: cleared(server_port),
+            unique_id: cleared(unique_id),
+            method: cleared(method),
+            protocol: cleared(protocol),
+            uri_raw: cleared(uri_raw),
+            uri: cleared(uri),
+            filename: cleared(filename),
+            basename: cleared(basename),
+            query_string: cleared(query_string),
+            request_line: cleared(request_line),
+            request_headers: cleared(request_headers),
+            cookies: cleared(cookies),
+            args_get: cleared(args_get),
+            args_post: cleared(args_post),
+            part_headers: cleared(part_headers),
+            response_headers: cleared(response_headers),
+            request_body: cleared(request_body),
+            response_body: cleared(response_body),
+            response_status: cleared(response_status),
+            response_protocol: cleared(response_protocol),
+            response_content_type: cleared(response_content_type),
+            response_content_length: cleared(response_content_length),
+            tx,
+            matched_var: cleared(matched_var),
+            matched_var_name: cleared(matched_var_name),
+            matched_vars: cleared(matched_vars),
+            matched_buf: cleared(matched_buf),
+            web_app_id: cleared(web_app_id),
+            spare_pairs,
+            ..TxData::default()
+        };
+    }
+
+    /// Replaces the pair list that `field` chooses with pairs holding `items`, refilling
+    /// spare pairs.
+    pub(crate) fn set_pairs<'a>(
+        &mut self,
+        field: fn(&mut TxData) -> &mut Vec<Pair>,
+        items: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) {
+        let mut list = std::mem::take(field(self));
+        list.clear();
+        for (k, v) in items {
+            list.push(self.pair(k, v));
+        }
+        *field(self) = list;
+    }
+
+    /// A pair holding `key` and `value`: a spare one refilled when there is one.
+    pub(crate) fn pair(&mut self, key: &[u8], value: &[u8]) -> Pair {
+        match self.spare_pairs.pop() {
+            Some(mut p) => {
+                p.key.extend_from_slice(key);
+                p.value.extend_from_slice(value);
+                p
+            }
+            None => Pair::new(key, value),
+        }
+    }
+}
+
+/// Replaces the contents of `buf` with `bytes`, in place.
+pub(crate) fn refill(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.clear();
+    buf.extend_from_slice(bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An emptied `TxData` reads like a new one: its debug form (every field's contents,
+    /// not capacities) is the default's, but for the spare pairs, which are empty.
+    #[test]
+    fn cleared_data_reads_like_new() {
+        let mut d = TxData::default();
+        crate::eval::request::set_request_line(&mut d, b"GET", b"/a?b=c", b"HTTP/1.1");
+        for (k, v) in [(&b"Host"[..], &b"x"[..]), (b"Cookie", b"a=b")] {
+            let p = d.pair(k, v);
+            d.request_headers.push(p);
+        }
+        let p = d.pair(b"b", b"c");
+        d.args_get.push(p);
+        d.tx.set(b"anomaly_score", b"5");
+        d.matched_var.extend_from_slice(b"x");
+        d.response_status.extend_from_slice(b"200");
+        d.request_body.extend_from_slice(b"body");
+        d.phase = 2;
+        d.clear_for_reuse();
+        assert_eq!(d.spare_pairs.len(), 3);
+        assert!(d
+            .spare_pairs
+            .iter()
+            .all(|p| p.key.is_empty() && p.value.is_empty()));
+        assert_eq!(d.tx.get(b"anomaly_score"), None);
+        let (spare, tx) = (
+            std::mem::take(&mut d.spare_pairs),
+            std::mem::take(&mut d.tx),
+        );
+        assert_eq!(format!("{d:?}"), format!("{:?}", TxData::default()));
+        (d.spare_pairs, d.tx) = (spare, tx);
+        let p = d.pair(b"k", b"v");
+        assert_eq!((&p.key[..], &p.value[..]), (&b"k"[..], &b"v"[..]));
+    }
+}
