@@ -537,6 +537,42 @@ fn allow_stops_inspection() {
     assert_eq!(get(&w, "/?a=x").blocked(), None);
 }
 
+/// A finished transaction's request and response data are recycled for the next one
+/// (`eval/data/reuse.rs`): none of its headers, cookies, arguments, request line, response
+/// head or `ctl` removals may be seen by the next request.
+#[test]
+fn recycled_transactions_forget_the_request() {
+    let waf = waf(&format!(
+        "{ON}{}",
+        r#"
+        SecRule REQUEST_HEADERS:X-Secret "@rx ." "id:21,phase:1,pass,log"
+        SecRule REQUEST_COOKIES:c "@rx ." "id:22,phase:1,pass,log"
+        SecRule REQUEST_BASENAME "@streq secret.php" "id:23,phase:1,pass,log"
+        SecRule ARGS_GET:q "@rx ." "id:24,phase:1,pass,log"
+        SecRule REQUEST_HEADERS:X-Secret "@rx ." "id:25,phase:1,pass,nolog,ctl:ruleRemoveById=26"
+        SecRule REQUEST_LINE "@contains secret" "id:28,phase:1,pass,log"
+        SecRule REQUEST_METHOD "@streq GET" "id:26,phase:2,pass,log"
+        SecRule RESPONSE_CONTENT_TYPE "@contains secret" "id:27,phase:3,pass,log"
+    "#
+    ));
+    let secret = || {
+        run(
+            &waf,
+            "GET",
+            "/dir/secret.php?q=1",
+            &[("Host", "a"), ("X-Secret", "1"), ("Cookie", "c=1")],
+            b"",
+            ("text/secret", b""),
+        )
+    };
+    assert_eq!(secret().ids(), vec![21, 22, 23, 24, 28, 27]);
+    for _ in 0..3 {
+        let plain = run(&waf, "GET", "/index.html", &[("Host", "a")], b"", ("text/html", b""));
+        assert_eq!(plain.ids(), vec![26], "request data leaked into the next transaction");
+        assert_eq!(secret().ids(), vec![21, 22, 23, 24, 28, 27]);
+    }
+}
+
 /// Transactions reuse the tables of finished ones (`eval/pool.rs`); nothing of a request may
 /// be visible to the next: TX variables, captures and cached transformations start empty.
 #[test]
