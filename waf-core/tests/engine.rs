@@ -567,8 +567,19 @@ fn recycled_transactions_forget_the_request() {
     };
     assert_eq!(secret().ids(), vec![21, 22, 23, 24, 28, 27]);
     for _ in 0..3 {
-        let plain = run(&waf, "GET", "/index.html", &[("Host", "a")], b"", ("text/html", b""));
-        assert_eq!(plain.ids(), vec![26], "request data leaked into the next transaction");
+        let plain = run(
+            &waf,
+            "GET",
+            "/index.html",
+            &[("Host", "a")],
+            b"",
+            ("text/html", b""),
+        );
+        assert_eq!(
+            plain.ids(),
+            vec![26],
+            "request data leaked into the next transaction"
+        );
         assert_eq!(secret().ids(), vec![21, 22, 23, 24, 28, 27]);
     }
 }
