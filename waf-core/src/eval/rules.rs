@@ -395,10 +395,12 @@ impl TxState {
         if self.scratch.matches.is_empty() {
             return false;
         }
-        // Effects need `&mut self`; the matches move out while they run.
-        let scratch = std::mem::take(&mut self.scratch);
-        for i in 0..scratch.matches.len() {
-            let m = scratch.matches[i].clone();
+        // Effects need `&mut self` but never touch the scratch, so the matches are read in
+        // place, one at a time (moving the scratch out and back cost two copies of it per
+        // matched rule).
+        for i in 0..self.scratch.matches.len() {
+            let m = self.scratch.matches[i].clone();
+            let scratch = &self.scratch;
             if rule.operator.is_some() {
                 let (name, value) = (&scratch.buf[m.name.clone()], &scratch.buf[m.value.clone()]);
                 let data = &mut self.data;
@@ -426,7 +428,6 @@ impl TxState {
                 self.apply_effect(effect);
             }
         }
-        self.scratch = scratch;
         match &rule.chain {
             Some(child) => self.eval_rule(child, head),
             None => true,
