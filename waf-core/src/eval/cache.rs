@@ -523,9 +523,22 @@ impl TransformCache {
         prefilter.scan_beside_literals(self.slice(slot, raw), bits, scratch);
     }
 
-    /// The row of `key` in `table`, made on first use.
+    /// The row of `key` in `table`, made on first use. A value's row is looked up once per
+    /// rule that reads it (tens of thousands of times for a big body), so the lookup is
+    /// inlined and making the row is not.
+    #[inline]
     fn row(&mut self, key: ValueKey) -> usize {
         let (source, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+        match self.rows.get(source).and_then(|rows| rows.get(index)) {
+            Some(&row) if row != u32::MAX => row as usize,
+            _ => self.new_row(source, index),
+        }
+    }
+
+    /// [`TransformCache::row`] for a value without a row yet.
+    #[cold]
+    #[inline(never)]
+    fn new_row(&mut self, source: usize, index: usize) -> usize {
         let width = self.width.max(1);
         let Some(rows) = self.rows.get_mut(source) else {
             // Not a key `TxData` makes; a fresh row keeps the answer right.
@@ -587,13 +600,23 @@ impl TransformCache {
             Slot::Raw => self.raw_features(row, raw),
             Slot::Arena(_) => 0,
         };
-        let mut out = std::mem::take(&mut self.step_out);
         for i in start..n {
             let step = &chain[i];
-            let changed = (features == 0 || step.may_change(features))
-                && step.apply_into(self.slice(slot, raw), &mut out);
+            // Field by field: the step reads the arena and writes `step_out`.
+            let changed = (features == 0 || step.may_change(features)) && {
+                let input = match slot {
+                    Slot::Raw => raw,
+                    Slot::Arena(k) => arena_slice(&self.arena, &self.spans, k),
+                };
+                step.apply_into(input, &mut self.step_out)
+            };
             if changed {
-                slot = self.keep(&out);
+                slot = keep_in(
+                    &mut self.arena,
+                    &mut self.spans,
+                    &mut self.span_features,
+                    &self.step_out,
+                );
                 // Lower-casing only turns capitals into small letters: every other class
                 // is as it was.
                 features = match step {
@@ -612,7 +635,6 @@ impl TransformCache {
                 }
             }
         }
-        self.step_out = out;
         slot
     }
 
@@ -652,7 +674,18 @@ impl TransformCache {
 
     /// The range of `hits` holding the union patterns found in the raw value of `row`,
     /// scanned on first use.
+    #[inline]
     fn union_range(&mut self, row: usize, raw: &[u8], union: &Union) -> (u32, u32) {
+        match self.union_rows[union.index].get(row) {
+            Some(&range) if range.0 != u32::MAX => range,
+            _ => self.scan_union(row, raw, union),
+        }
+    }
+
+    /// [`TransformCache::union_range`] for a value the union has not read yet.
+    #[cold]
+    #[inline(never)]
+    fn scan_union(&mut self, row: usize, raw: &[u8], union: &Union) -> (u32, u32) {
         // `Union::index` is below `UNIONS` (`compile::prefilter::build` makes them).
         let rows = &mut self.union_rows[union.index];
         if rows.len() <= row {
@@ -667,13 +700,22 @@ impl TransformCache {
     }
 
     /// The byte classes of the raw value of `row`, computed on first use.
+    #[inline]
     fn raw_features(&mut self, row: usize, raw: &[u8]) -> u32 {
+        match self.features.get(row) {
+            Some(&f) if f != 0 => f,
+            _ => self.new_raw_features(row, raw),
+        }
+    }
+
+    /// [`TransformCache::raw_features`] for a value not classified yet.
+    #[cold]
+    #[inline(never)]
+    fn new_raw_features(&mut self, row: usize, raw: &[u8]) -> u32 {
         if self.features.len() <= row {
             self.features.resize(row + 1, 0);
         }
-        if self.features[row] == 0 {
-            self.features[row] = features::of(raw);
-        }
+        self.features[row] = features::of(raw);
         self.features[row]
     }
 
@@ -698,26 +740,9 @@ impl TransformCache {
         }
     }
 
-    /// Copies a transformed value into the arena.
-    fn keep(&mut self, value: &[u8]) -> Slot {
-        let start = self.arena.len();
-        self.arena.extend_from_slice(value);
-        // The arena holds the transformed values of one transaction, bounded by the body
-        // limit times the chains; past 4 GiB the offsets would wrap, so saturate instead
-        // (a value then reads as a shorter one, never out of bounds).
-        let span = (
-            u32::try_from(start).unwrap_or(u32::MAX),
-            u32::try_from(self.arena.len()).unwrap_or(u32::MAX),
-        );
-        self.spans.push(span);
-        self.span_features.push(0);
-        Slot::Arena(self.spans.len() - 1)
-    }
-
     /// Value `i` of the arena.
     fn arena_value(&self, i: usize) -> &[u8] {
-        let (s, e) = self.spans[i];
-        self.arena.get(s as usize..e as usize).unwrap_or_default()
+        arena_slice(&self.arena, &self.spans, i)
     }
 
     /// The bytes of a slot from [`TransformCache::transform_slot`] for `raw`.
@@ -727,6 +752,34 @@ impl TransformCache {
             Slot::Arena(i) => self.arena_value(i),
         }
     }
+}
+
+/// Copies a transformed value into the arena (`arena`, `spans`, `span_features` of a
+/// [`TransformCache`]); its slot.
+fn keep_in(
+    arena: &mut Vec<u8>,
+    spans: &mut Vec<(u32, u32)>,
+    span_features: &mut Vec<u32>,
+    value: &[u8],
+) -> Slot {
+    let start = arena.len();
+    arena.extend_from_slice(value);
+    // The arena holds the transformed values of one transaction, bounded by the body
+    // limit times the chains; past 4 GiB the offsets would wrap, so saturate instead
+    // (a value then reads as a shorter one, never out of bounds).
+    let span = (
+        u32::try_from(start).unwrap_or(u32::MAX),
+        u32::try_from(arena.len()).unwrap_or(u32::MAX),
+    );
+    spans.push(span);
+    span_features.push(0);
+    Slot::Arena(spans.len() - 1)
+}
+
+/// Value `k` of an arena (`arena`, `spans` of a [`TransformCache`]).
+fn arena_slice<'a>(arena: &'a [u8], spans: &[(u32, u32)], k: usize) -> &'a [u8] {
+    let (s, e) = spans.get(k).copied().unwrap_or_default();
+    arena.get(s as usize..e as usize).unwrap_or_default()
 }
 
 /// Appends (bit, `pos`) for every bit set in `words`.
