@@ -54,7 +54,11 @@
 //!
 //! Rules are compiled once into an immutable program; nothing is compiled per request.
 //! Transformed values are cached per transaction, and transformations that leave their input
-//! unchanged do not allocate.
+//! unchanged do not allocate. A finished transaction's buffers (request and response data,
+//! `TX`, the transformation cache, match and expansion scratch) are emptied and handed to the
+//! next transaction of the same [`Waf`] on that thread, so in steady state a benign request
+//! makes no heap allocation (`benches/benches/alloc.rs` counts them); nothing of one request
+//! stays visible to the next.
 //!
 //! Most rules do not match most requests, and the program is built to learn that without
 //! running them: a multi-pattern prefilter tells which rules' literals occur in a value
