@@ -126,7 +126,7 @@ pub(crate) struct TransformCache {
     /// Where a step writes its output before it joins the arena (no buffer per step).
     step_out: Vec<u8>,
     /// The value and the next step's output of a `multiMatch` rule, which runs its
-    /// operator after each step instead of keeping the steps (`eval::rules`).
+    /// operator after each step instead of keeping the steps ([`TransformCache::each_step`]).
     step_buffers: [Vec<u8>; 2],
 }
 
@@ -213,15 +213,35 @@ impl TransformCache {
         self.memo.insert(key, result);
     }
 
-    /// The two step buffers, for a caller that gives them back with
-    /// [`TransformCache::put_step_buffers`].
-    pub(crate) fn take_step_buffers(&mut self) -> [Vec<u8>; 2] {
-        std::mem::take(&mut self.step_buffers)
-    }
-
-    /// Keeps the step buffers for the next value.
-    pub(crate) fn put_step_buffers(&mut self, buffers: [Vec<u8>; 2]) {
-        self.step_buffers = buffers;
+    /// For a `multiMatch` rule: applies `chain` to `raw` (whose byte classes are
+    /// `classes`) step by step and calls `check` with the value after each step that
+    /// changed it and its classes, until `check` returns true. A step the classes show
+    /// cannot change the value is passed by unread (`transformations::features`). The
+    /// values go through the cache's two step buffers; none is kept.
+    pub(crate) fn each_step(
+        &mut self,
+        raw: &[u8],
+        mut classes: features::Features,
+        chain: &[Transformation],
+        mut check: impl FnMut(&[u8], features::Features) -> bool,
+    ) {
+        // `cur` holds the value once a step changed it; `next` takes the next output.
+        let [cur, next] = &mut self.step_buffers;
+        let mut changed = false;
+        for t in chain {
+            if !t.may_change(classes) {
+                continue;
+            }
+            let input: &[u8] = if changed { cur } else { raw };
+            if t.apply_into(input, next) {
+                std::mem::swap(cur, next);
+                changed = true;
+                classes = features::of(cur);
+                if check(cur, classes) {
+                    return;
+                }
+            }
+        }
     }
 
     /// Clears the cache for another transaction; false when its tables grew too large to
@@ -691,11 +711,9 @@ impl TransformCache {
         if rows.len() <= row {
             rows.resize(row + 1, (u32::MAX, 0));
         }
-        if rows[row].0 == u32::MAX {
-            let s = self.hits.len();
-            union.scan(raw, &mut self.hits);
-            rows[row] = (s as u32, self.hits.len() as u32);
-        }
+        let s = self.hits.len();
+        union.scan(raw, &mut self.hits);
+        rows[row] = (s as u32, self.hits.len() as u32);
         rows[row]
     }
 

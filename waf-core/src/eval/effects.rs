@@ -54,9 +54,9 @@ impl TxState {
         // macros are expanded into the transaction's recycled text buffers.
         let mut text = std::mem::take(&mut self.text);
         let key: &[u8] = match s.key.as_literal() {
-            // A name with a slot is a literal `SetVar::parse` already lower-cased.
-            Some(l) if s.tx_slot != u32::MAX || !l.iter().any(u8::is_ascii_uppercase) => l,
-            _ => {
+            // `SetVar::parse` lower-cased the name; what its macros expand to may not be.
+            Some(l) => l,
+            None => {
                 text.key.clear();
                 s.key.expand_into(&self.data, &mut text.key);
                 text.key.make_ascii_lowercase();

@@ -112,11 +112,11 @@ impl TxState {
         recycled.cache.set_width(program.prefix_count);
         let mut data = recycled.data;
         data.tx.prepare(&program.tx_names);
+        // Writes into the recycled buffers below cannot fail.
+        use std::io::Write;
         // With the engine off no rule runs (and no `ctl` can turn it on), so what only rules
         // read is not formatted: a host that runs just the policy pays for none of it.
         if config.engine_mode != EngineMode::Off {
-            use std::io::Write;
-            // Writes into the recycled buffers cannot fail.
             let _ = write!(data.remote_addr, "{}", conn.client.ip());
             let _ = write!(data.remote_port, "{}", conn.client.port());
             let _ = write!(data.server_addr, "{}", conn.server.ip());
@@ -127,7 +127,6 @@ impl TxState {
         match id {
             Some(id) => data.unique_id.extend_from_slice(id.as_bytes()),
             None => {
-                use std::io::Write;
                 let _ = write!(
                     data.unique_id,
                     "{:x}{:06x}",
@@ -214,13 +213,11 @@ impl TxState {
         self.data.cookies = pairs.drain(..).map(|(k, v)| Pair::new(k, v)).collect();
         // The query string's pairs go straight into recycled pairs (`TxData::pair`).
         let query = std::mem::take(&mut self.data.query_string);
-        let mut args = std::mem::take(&mut self.data.args_get);
-        args.clear();
-        let data = &mut self.data;
-        let outcome = body::urlencoded::parse_each(&query, separator, limit, |k, v| {
-            args.push(data.pair(k, v));
-        });
-        (self.data.query_string, self.data.args_get) = (query, args);
+        let outcome = self.data.fill_pairs(
+            |d| &mut d.args_get,
+            |push| body::urlencoded::parse_each(&query, separator, limit, push),
+        );
+        self.data.query_string = query;
         self.data.urlencoded_error |= outcome.invalid_encoding;
         if outcome.args_limit_exceeded {
             // A limit never drops input silently (issue 13): refuse instead.
@@ -699,6 +696,7 @@ impl TxState {
             return Verdict::Continue;
         }
         self.data.response_status.clear();
+        // Writing into a `Vec` cannot fail.
         let _ = std::io::Write::write_fmt(
             &mut self.data.response_status,
             format_args!("{}", head.status),
@@ -723,7 +721,8 @@ impl TxState {
         }
         let mime = mime_of(&self.data.response_content_type);
         // The configured types are lower-cased at load.
-        (self.program.config.response_body_mime_types.iter()).any(|t| t.eq_ignore_ascii_case(mime))
+        let types = &self.program.config.response_body_mime_types;
+        types.iter().any(|t| t.eq_ignore_ascii_case(mime))
     }
 
     pub(crate) fn response_body(&mut self, chunk: &[u8]) -> Verdict {

@@ -326,32 +326,13 @@ impl TxState {
                             if rule.multi_match {
                                 // Run the operator on the value before and after each step that
                                 // changed it.
-                                let mut classes = features::of(raw);
+                                let classes = features::of(raw);
                                 if check_known(raw, &name, None, classes) {
                                     return;
                                 }
-                                // The value so far and the next step's output, in the
-                                // cache's two recycled buffers (`cur` is the value once a
-                                // step changed it).
-                                let [mut cur, mut next] = cache.take_step_buffers();
-                                let mut changed = false;
-                                // A step the value's byte classes show cannot change it
-                                // is passed by unread (`transformations::features`).
-                                for t in &rule.transformations {
-                                    if !t.may_change(classes) {
-                                        continue;
-                                    }
-                                    let input: &[u8] = if changed { &cur } else { raw };
-                                    if t.apply_into(input, &mut next) {
-                                        std::mem::swap(&mut cur, &mut next);
-                                        changed = true;
-                                        classes = features::of(&cur);
-                                        if check_known(&cur, &name, None, classes) {
-                                            break;
-                                        }
-                                    }
-                                }
-                                cache.put_step_buffers([cur, next]);
+                                cache.each_step(raw, classes, &rule.transformations, |v, c| {
+                                    check_known(v, &name, None, c)
+                                });
                             } else if let Some(key) = key.filter(|_| !reference) {
                                 let slot = cache.transform_slot(
                                     key,

@@ -76,26 +76,19 @@ fn decode<'a>(input: &'a [u8], map: Option<&unicode_map::UnicodeMap>) -> Cow<'a,
 /// Writes [`apply`]'s result into `out` (empty) when it differs from `input`; the same
 /// steps, into a caller's buffer.
 pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
-    if !decode_into(input, None, out) {
-        // Nothing to decode; only NFKC folding of non-ASCII text can change the value.
-        if input.is_ascii() {
-            return false;
-        }
-        return match nfkc::fold(Cow::Borrowed(input)) {
-            Cow::Borrowed(_) => false,
-            Cow::Owned(v) => {
-                out.extend_from_slice(&v);
-                true
-            }
-        };
+    let decoded = decode_into(input, None, out);
+    let value: &[u8] = if decoded { out } else { input };
+    // NFKC folding changes only non-ASCII text.
+    if value.is_ascii() {
+        return decoded;
     }
-    if !out.is_ascii() {
-        if let Cow::Owned(v) = nfkc::fold(Cow::Borrowed(&out[..])) {
-            out.clear();
-            out.extend_from_slice(&v);
+    match nfkc::fold(Cow::Borrowed(value)) {
+        Cow::Borrowed(_) => decoded,
+        Cow::Owned(folded) => {
+            *out = folded;
+            true
         }
     }
-    true
 }
 
 /// Appends the decoded `input` to `out` (empty) when some escape decodes; false (and

@@ -150,19 +150,32 @@ impl TxData {
         };
     }
 
-    /// Replaces the pair list that `field` chooses with pairs holding `items`, refilling
-    /// spare pairs.
+    /// Replaces the pair list that `field` chooses with the pairs `fill` hands to the
+    /// function it is given (a parser's callback), refilling spare pairs; returns what
+    /// `fill` returns.
+    pub(crate) fn fill_pairs<R>(
+        &mut self,
+        field: fn(&mut TxData) -> &mut Vec<Pair>,
+        fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8])) -> R,
+    ) -> R {
+        let mut list = std::mem::take(field(self));
+        list.clear();
+        let out = fill(&mut |k, v| list.push(self.pair(k, v)));
+        *field(self) = list;
+        out
+    }
+
+    /// [`TxData::fill_pairs`] with the pairs of `items`.
     pub(crate) fn set_pairs<'a>(
         &mut self,
         field: fn(&mut TxData) -> &mut Vec<Pair>,
         items: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) {
-        let mut list = std::mem::take(field(self));
-        list.clear();
-        for (k, v) in items {
-            list.push(self.pair(k, v));
-        }
-        *field(self) = list;
+        self.fill_pairs(field, |push| {
+            for (k, v) in items {
+                push(k, v);
+            }
+        });
     }
 
     /// A pair holding `key` and `value`: a spare one refilled when there is one.
