@@ -75,7 +75,7 @@ pub(crate) struct Captures {
     /// Capture slots by the address of the regex they were made for. A scratch serves the
     /// transactions of one `Waf`, whose regexes live as long as it does, so an address
     /// names one regex.
-    locations: Vec<(usize, regex::bytes::CaptureLocations)>,
+    locations: Vec<(usize, regex_automata::util::captures::Captures)>,
 }
 
 impl PartialEq for Captures {
@@ -119,13 +119,13 @@ impl Captures {
 
     /// The capture slots kept for the regex at `key`, if any (give them back with
     /// [`Captures::keep_locations`]).
-    fn take_locations(&mut self, key: usize) -> Option<regex::bytes::CaptureLocations> {
+    fn take_locations(&mut self, key: usize) -> Option<regex_automata::util::captures::Captures> {
         let i = self.locations.iter().position(|(k, _)| *k == key)?;
         Some(self.locations.swap_remove(i).1)
     }
 
     /// Keeps capture slots for the regex at `key` (at most 64 regexes' worth).
-    fn keep_locations(&mut self, key: usize, locations: regex::bytes::CaptureLocations) {
+    fn keep_locations(&mut self, key: usize, locations: regex_automata::util::captures::Captures) {
         if self.locations.len() < 64 {
             self.locations.push((key, locations));
         }

@@ -35,11 +35,20 @@
 //! # Performance
 //!
 //! Without `capture` an evaluation is one `is_match`, which allocates nothing. With
-//! `capture` (most CRS `@rx` rules) we first `find` the match, which allocates nothing either;
-//! only a match pays for the capture slots. The capture pass restarts at the match start,
-//! which yields the same leftmost-first match.
-
+//! `capture` (most CRS `@rx` rules) a pattern without groups is one `find`; with groups,
+//! one `captures` search into slots the transaction keeps per regex, so a capturing match
+//! allocates nothing once the same regex has captured before.
+//!
+//! The regex is built without its own literal prefilter (`auto_prefilter(false)`). The
+//! engine mostly runs a pattern on values where its prefilter (`compile::prefilter`) has
+//! already found one of the pattern's literals, and a pattern without a finite literal set
+//! gives the regex's prefilter little to skip with; extracting those literals again was a
+//! third of the instructions of loading CRS (2.73 G -> 1.81 G with the single parse of
+//! [`Rx::new`]), and every benchmark request ran in slightly fewer instructions without
+//! it. Searches stay linear in the value's length.
 use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::meta;
+use regex_automata::util::syntax;
 
 use super::rx_backtrack::{Backtracking, Search};
 use super::{Captures, MAX_CAPTURES};
@@ -50,7 +59,8 @@ use crate::transformations::features::Features;
 /// A compiled `@rx`.
 #[derive(Debug)]
 pub(crate) struct Rx {
-    regex: Regex,
+    /// Built from the tree of [`super::rx_literals::parse_result`] (see [`Rx::new`]).
+    regex: meta::Regex,
     /// The backtracking engine, for a pattern `regex` cannot compile (then `regex` is an
     /// empty placeholder that is never run; see `rx_backtrack.rs`).
     backtracking: Option<Box<Backtracking>>,
@@ -65,21 +75,38 @@ pub(crate) struct Rx {
 
 impl Rx {
     /// Compiles `pattern` with the linear-time engine only.
+    ///
+    /// One parse (Unicode off) gives the tree the regex is built from and the literal
+    /// set, class gate and empty-match test read: `regex::bytes::Regex` would parse the
+    /// pattern again, which was 5 % of loading CRS. The regex is `regex`'s own engine
+    /// (`regex_automata::meta`, configured as `regex::bytes::RegexBuilder` configures it).
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
-        let (regex, unicode) = compile_with_mode(pattern)?;
         let rewritten = rewrite_braced_hex(pattern);
-        // One parse for the literal set and the empty-match test (both read it with Unicode
-        // off, as the scanners do).
-        let hir = super::rx_literals::parse(&rewritten, false);
-        let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
-        // The tree was read with Unicode off: it describes the compiled regex only if that
-        // was too.
-        let required_classes = match &hir {
-            Some(hir) if !unicode => super::rx_classes::required_classes(hir),
-            _ => 0,
+        let (regex, hir) = match super::rx_literals::parse_result(&rewritten, false) {
+            Ok(hir) => {
+                let regex = meta::Builder::new()
+                    .configure(meta_config())
+                    .build_from_hir(&hir)
+                    .map_err(|e| format!("invalid regular expression: {}", build_error(&e)))?;
+                (regex, Some(hir))
+            }
+            // A pattern that needs Unicode (see the module docs); the tree is not kept, as
+            // it would describe a different regex.
+            Err(ascii_error) => {
+                let regex = meta::Builder::new()
+                    .configure(meta_config())
+                    .syntax(syntax_config(true))
+                    .build(&rewritten)
+                    .map_err(|_| format!("invalid regular expression: {ascii_error}"))?;
+                (regex, None)
+            }
         };
-        let scan_pattern =
-            (!unicode && hir.as_ref().is_some_and(never_empty)).then(|| rewritten.into_owned());
+        let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
+        let required_classes = hir.as_ref().map_or(0, super::rx_classes::required_classes);
+        let scan_pattern = hir
+            .as_ref()
+            .is_some_and(never_empty)
+            .then(|| rewritten.into_owned());
         Ok(Rx {
             regex,
             backtracking: None,
@@ -119,7 +146,7 @@ impl Rx {
         })?;
         Ok(Rx {
             // Never run: `evaluate` goes to the backtracking engine.
-            regex: Regex::new("").map_err(|e| e.to_string())?,
+            regex: meta::Regex::new("").map_err(|e| e.to_string())?,
             backtracking: Some(Box::new(backtracking)),
             // The literal analysis reads `regex-syntax`'s tree, which this pattern has not.
             literals: None,
@@ -159,33 +186,28 @@ impl Rx {
         let Some(captures) = captures else {
             return self.regex.is_match(input);
         };
-        let Some(found) = self.regex.find(input) else {
-            return false;
-        };
         if self.regex.captures_len() == 1 {
-            captures.fill([found.as_bytes()]);
+            let Some(found) = self.regex.find(input) else {
+                return false;
+            };
+            captures.fill([&input[found.range()]]);
             return true;
         }
         let key = std::ptr::from_ref(&self.regex) as usize;
-        let mut locations = captures
+        let mut slots = captures
             .take_locations(key)
-            .filter(|l| l.len() == self.regex.captures_len())
-            .unwrap_or_else(|| self.regex.capture_locations());
-        if self
-            .regex
-            .captures_read_at(&mut locations, input, found.start())
-            .is_none()
-        {
-            // Cannot happen (a match starts at `found.start()`), but keep the whole match.
-            captures.fill([found.as_bytes()]);
-            return true;
+            .unwrap_or_else(|| self.regex.create_captures());
+        self.regex.captures(input, &mut slots);
+        if !slots.is_match() {
+            captures.keep_locations(key, slots);
+            return false;
         }
-        let groups = locations.len().min(MAX_CAPTURES);
-        captures.fill((0..groups).map(|i| match locations.get(i) {
-            Some((start, end)) => &input[start..end],
+        let groups = slots.group_len().min(MAX_CAPTURES);
+        captures.fill((0..groups).map(|i| match slots.get_group(i) {
+            Some(span) => &input[span.range()],
             None => &[][..],
         }));
-        captures.keep_locations(key, locations);
+        captures.keep_locations(key, slots);
         true
     }
 }
@@ -219,6 +241,36 @@ fn evaluate_backtracking(
             expander.note_match_limit_exceeded();
             false
         }
+    }
+}
+
+/// The engine configuration `regex::bytes::RegexBuilder` makes, with our size limit and
+/// without the regex's own prefilter.
+fn meta_config() -> meta::Config {
+    meta::Config::new()
+        .match_kind(regex_automata::MatchKind::LeftmostFirst)
+        .utf8_empty(false)
+        .nfa_size_limit(Some(DEFAULT_REGEX_SIZE_LIMIT))
+        .hybrid_cache_capacity(2 * (1 << 20))
+        // See "Performance" in the module docs.
+        .auto_prefilter(false)
+}
+
+/// The syntax of the module docs: bytes, dot-all, multi-line, Unicode as asked.
+fn syntax_config(unicode: bool) -> syntax::Config {
+    syntax::Config::new()
+        .unicode(unicode)
+        .utf8(false)
+        .dot_matches_new_line(true)
+        .multi_line(true)
+}
+
+/// A build error worded as `regex` words it.
+fn build_error(e: &meta::BuildError) -> String {
+    match (e.size_limit(), e.syntax_error()) {
+        (Some(limit), _) => format!("compiled regex exceeds size limit of {limit} bytes"),
+        (None, Some(syntax)) => syntax.to_string(),
+        (None, None) => e.to_string(),
     }
 }
 

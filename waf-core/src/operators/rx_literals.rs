@@ -29,7 +29,14 @@ pub(crate) fn required_literals(pattern: &str, unicode: bool) -> Option<Vec<Vec<
 
 /// `pattern` read the way `@rx` compiles it (dot-all, multi-line, bytes), or `None` when it
 /// does not parse so.
+#[cfg(test)]
 pub(crate) fn parse(pattern: &str, unicode: bool) -> Option<Hir> {
+    parse_result(pattern, unicode).ok()
+}
+
+/// `pattern` read the way `@rx` compiles it (dot-all, multi-line, bytes), or the parser's
+/// error message.
+pub(crate) fn parse_result(pattern: &str, unicode: bool) -> Result<Hir, String> {
     ParserBuilder::new()
         .unicode(unicode)
         .utf8(false)
@@ -37,7 +44,7 @@ pub(crate) fn parse(pattern: &str, unicode: bool) -> Option<Hir> {
         .multi_line(true)
         .build()
         .parse(pattern)
-        .ok()
+        .map_err(|e| e.to_string())
 }
 
 /// [`required_literals`] of a parsed pattern (one parse serves this and `rx::Rx::new`'s
