@@ -13,7 +13,7 @@
 //!   translation) are folded back to one lower-case literal before extraction, which keeps
 //!   the sequence small; folding only widens what the scan accepts, never narrows it.
 
-use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::literal::{ExtractKind, Extractor, Literal, Seq};
 use regex_syntax::hir::{Capture, Class, Hir, HirKind, Repetition};
 use regex_syntax::ParserBuilder;
 
@@ -56,32 +56,82 @@ pub(crate) fn literals_of(hir: &Hir) -> Option<Vec<Vec<u8>>> {
         .kind(ExtractKind::Prefix)
         .limit_class(4)
         .limit_repeat(16)
-        .limit_literal_len(64)
+        .limit_literal_len(MAX_LITERAL_LEN)
         .limit_total(MAX_LITERALS);
-    let seq = extractor.extract(&folded);
-    let prefixes = seq.literals().and_then(|literals| {
-        if literals.is_empty() || literals.iter().any(|l| l.as_bytes().is_empty()) {
-            return None;
+    let mut best = seq_literals(&extractor.extract(&folded));
+    let consider = |best: &mut Option<Vec<Vec<u8>>>, candidate: Option<Vec<Vec<u8>>>| {
+        if let Some(c) = candidate {
+            if best.as_ref().is_none_or(|b| score(&c) > score(b)) {
+                *best = Some(c);
+            }
         }
-        Some(
-            literals
-                .iter()
-                .map(|l| l.as_bytes().to_vec())
-                .collect::<Vec<_>>(),
-        )
-    });
+    };
     // Patterns that start with a class or an optional part have no finite prefix set, but
     // most still require some literal somewhere (`[\s(]+select\b`): use that instead.
-    let best = match (prefixes, required_factors(&folded)) {
-        (Some(p), Some(f)) => Some(if score(&f) > score(&p) { f } else { p }),
-        (p, f) => p.or(f),
-    }?;
+    consider(&mut best, required_factors(&folded));
+    // Every match of a concatenation holds a match of each of its tails, so a tail's
+    // prefixes are required too. CRS 930100 (`[/\\]` or an encoding, then `\.`-like parts
+    // two or three times, then a slash again) has a prefix set cut down to `/` by the
+    // extractor's limits and factors `.`, `%`, `?`, which nearly every header holds; its
+    // tail from the repetition on requires two of those parts, `..` or `.%2e`. A tail's
+    // prefixes are its first part's crossed with the next tail's, built from the end
+    // (what the extractor does for the whole concatenation), and tried only while the set
+    // is weak (a shortest literal under [`STRONG_LEN`] bytes).
+    let mut top = &folded;
+    while let HirKind::Capture(cap) = top.kind() {
+        top = &cap.sub;
+    }
+    let weak = best.as_ref().is_none_or(|b| score(b).0 < STRONG_LEN);
+    if let (HirKind::Concat(subs), true) = (top.kind(), weak) {
+        let mut tail = Seq::singleton(Literal::exact(Vec::new()));
+        for sub in subs[1..].iter().rev() {
+            let mut next = std::mem::replace(&mut tail, extractor.extract(sub));
+            if tail.max_cross_len(&next).is_some_and(|n| n > MAX_LITERALS) {
+                // As the extractor does: too many to cross, so the tail's literals are
+                // prefixes only.
+                next.make_infinite();
+            }
+            tail.cross_forward(&mut next);
+            tail.keep_first_bytes(MAX_LITERAL_LEN);
+            // A cross product can hold thousands of literals (930100's: 2,111), each a few
+            // hundred bytes of automaton; their first bytes do nearly as well.
+            let mut candidate = tail.clone();
+            if candidate.len().is_some_and(|n| n > TAIL_MAX_LITERALS) {
+                candidate.keep_first_bytes(STRONG_LEN);
+                candidate.dedup();
+            }
+            if candidate.len().is_some_and(|n| n <= TAIL_MAX_LITERALS) {
+                consider(&mut best, seq_literals(&candidate));
+            }
+        }
+    }
+    let best = best?;
     let mut out: Vec<Vec<u8>> = best.iter().map(|l| l.to_ascii_lowercase()).collect();
     out.sort();
     out.dedup();
     (!out.is_empty() && out.len() <= MAX_LITERALS && out.iter().all(|l| !l.is_empty()))
         .then_some(out)
 }
+
+/// The literals every match starts with, from an extracted sequence, if it is a finite set
+/// of non-empty ones.
+fn seq_literals(seq: &Seq) -> Option<Vec<Vec<u8>>> {
+    let literals = seq.literals()?;
+    if literals.is_empty() || literals.iter().any(|l| l.as_bytes().is_empty()) {
+        return None;
+    }
+    Some(literals.iter().map(|l| l.as_bytes().to_vec()).collect())
+}
+
+/// Longest literal kept (longer ones are cut to their first bytes).
+const MAX_LITERAL_LEN: usize = 64;
+
+/// Most literals a tail's set may bring (see [`literals_of`]).
+const TAIL_MAX_LITERALS: usize = 256;
+
+/// A literal set whose shortest literal is this long is selective enough (see
+/// [`literals_of`]).
+const STRONG_LEN: usize = 3;
 
 /// How selective a literal set is: its shortest literal, then fewer literals.
 fn score(set: &[Vec<u8>]) -> (usize, std::cmp::Reverse<usize>) {
@@ -229,6 +279,31 @@ mod tests {
                     "{p} on {input}: {l:?}"
                 );
             }
+        }
+    }
+
+    /// A pattern whose prefixes and factors are single bytes gets a tail's prefixes
+    /// instead (CRS 930100 and 930110 in small), and they are still in every match.
+    #[test]
+    fn tails_of_a_concatenation() {
+        assert_eq!(
+            lits(r"(?:^|[/;\x5c])\.{2,3}[/;\x5c]"),
+            Some(vec!["..".into()])
+        );
+        let p = r"(?i)(?:[/\x5c]|%2f|0x2f)(?:\.|%2e|\?\.?){2,3}(?:[/\x5c]|%2f)";
+        let l = lits(p).unwrap();
+        assert!(l.iter().all(|x| x.len() >= 2), "{l:?}");
+        let re = regex::bytes::RegexBuilder::new(p)
+            .unicode(false)
+            .build()
+            .unwrap();
+        for input in ["/../", "a\\.%2E/b", "%2F?.?./", "0x2f%2e%2e%2e\\"] {
+            assert!(re.is_match(input.as_bytes()), "{input}");
+            let lower = input.to_ascii_lowercase();
+            assert!(
+                l.iter().any(|lit| lower.contains(lit.as_str())),
+                "{input}: {l:?}"
+            );
         }
     }
 }
