@@ -509,7 +509,13 @@ impl TransformCache {
                 self.arena.get(s as usize..e as usize).unwrap_or_default()
             }
         };
-        prefilter.scan(input, &mut self.bits[offset..], &mut self.scan_scratch);
+        let reader = crate::eval::data::reader_of(key);
+        prefilter.scan_for(
+            reader,
+            input,
+            &mut self.bits[offset..],
+            &mut self.scan_scratch,
+        );
         self.prefiltered.insert((key, group), offset);
         offset
     }

@@ -87,6 +87,31 @@ pub(crate) const SOURCES: usize = Source::RespHeaderName as usize + 1;
 // Single values are keyed by `phase << 8 | variable`.
 const _: () = assert!(crate::variables::Variable::ALL.len() <= 256);
 
+/// The one variable that reads the values `key` names, when only one does: request and
+/// response headers and their names, cookies and their names, and single values (keyed
+/// with their variable). `None` for values several variables read (an argument is in
+/// `ARGS` and in `ARGS_GET`). The prefilter scans such a value with only the literals of
+/// the rules that read that variable (`compile::prefilter::Prefilter::scan_for`).
+pub(crate) fn reader_of(key: ValueKey) -> Option<Variable> {
+    const HEADER_VALUE: u64 = Source::HeaderValue as u64;
+    const HEADER_NAME: u64 = Source::HeaderName as u64;
+    const COOKIE_VALUE: u64 = Source::CookieValue as u64;
+    const COOKIE_NAME: u64 = Source::CookieName as u64;
+    const RESP_HEADER_VALUE: u64 = Source::RespHeaderValue as u64;
+    const RESP_HEADER_NAME: u64 = Source::RespHeaderName as u64;
+    const SINGLE: u64 = Source::Single as u64;
+    Some(match key >> 32 {
+        HEADER_VALUE => Variable::RequestHeaders,
+        HEADER_NAME => Variable::RequestHeadersNames,
+        COOKIE_VALUE => Variable::RequestCookies,
+        COOKIE_NAME => Variable::RequestCookiesNames,
+        RESP_HEADER_VALUE => Variable::ResponseHeaders,
+        RESP_HEADER_NAME => Variable::ResponseHeadersNames,
+        SINGLE => return Variable::ALL.get((key & 0xff) as usize).copied(),
+        _ => return None,
+    })
+}
+
 fn key_of(source: Source, index: usize) -> Option<ValueKey> {
     Some(((source as u64) << 32) | (index as u64 & 0xffff_ffff))
 }
@@ -667,5 +692,58 @@ impl MacroExpander for TxData {
                 done = true;
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::prefilter::narrowable;
+
+    /// A value whose key names one reader (`reader_of`) is visited through that variable
+    /// only, and the prefilter builds narrow automata for that variable: scanning it with
+    /// only that variable's rules' literals leaves out no rule that reads it.
+    #[test]
+    fn a_value_with_one_reader_is_visited_by_that_variable_only() {
+        let mut d = TxData::default();
+        crate::eval::request::set_request_line(&mut d, b"POST", b"/a/b.php?x=1", b"HTTP/1.1");
+        for (k, v) in [
+            (&b"Host"[..], &b"example.com"[..]),
+            (b"Cookie", b"s=1"),
+            (b"Content-Type", b"application/x-www-form-urlencoded"),
+        ] {
+            let p = d.pair(k, v);
+            d.request_headers.push(p);
+        }
+        let p = d.pair(b"s", b"1");
+        d.cookies.push(p);
+        let p = d.pair(b"z", b"3");
+        d.args_post.push(p);
+        let p = d.pair(b"Server", b"x");
+        d.response_headers.push(p);
+        d.request_body.extend_from_slice(b"z=3");
+        d.request_body_visible = true;
+        d.response_status.extend_from_slice(b"200");
+        // A matched header, as `MATCHED_VARS` holds it.
+        d.matched_buf
+            .extend_from_slice(b"REQUEST_HEADERS:Hostexample.com");
+        d.matched_vars.push((0..20, 20..31));
+        d.matched_var.extend_from_slice(b"example.com");
+        d.tx.set(b"a", b"1");
+        for phase in 1..=5 {
+            d.phase = phase;
+            let (mut narrowed, mut shared) = (0, 0);
+            for &variable in Variable::ALL {
+                d.visit_every(variable, &mut |key, _, _| match key.and_then(reader_of) {
+                    Some(reader) => {
+                        assert_eq!(reader, variable, "a {reader:?} value seen as {variable:?}");
+                        assert!(narrowable(reader), "{reader:?}");
+                        narrowed += 1;
+                    }
+                    None => shared += 1,
+                });
+            }
+            assert!(narrowed > 20 && shared > 0, "{narrowed} {shared}");
+        }
     }
 }
