@@ -194,8 +194,12 @@ impl Rx {
             return true;
         }
         let key = std::ptr::from_ref(&self.regex) as usize;
+        // Slots kept under this address are this regex's, unless a regex of an earlier
+        // program lived there: then their groups may differ, and fresh ones are made.
+        let info = self.regex.group_info();
         let mut slots = captures
             .take_locations(key)
+            .filter(|c| c.group_info().all_group_len() == info.all_group_len())
             .unwrap_or_else(|| self.regex.create_captures());
         self.regex.captures(input, &mut slots);
         if !slots.is_match() {
@@ -476,6 +480,18 @@ mod tests {
         assert_eq!(c.groups.len(), 4);
         assert!(rx("(b)").evaluate(b"abc", Some(&mut c), &NO_MACROS));
         assert_eq!(c.groups, vec![b"b".to_vec(), b"b".to_vec()]);
+    }
+
+    /// Slots kept under a regex's address but made for another regex (one of an earlier
+    /// program that lived there) are not used.
+    #[test]
+    fn slots_of_another_regex_are_replaced() {
+        let two = rx("(a)(b)");
+        let mut c = Captures::default();
+        let key = std::ptr::from_ref(&two.regex) as usize;
+        c.keep_locations(key, rx("(x)").regex.create_captures());
+        assert!(two.evaluate(b"zab", Some(&mut c), &NO_MACROS));
+        assert_eq!(c.groups, vec![b"ab".to_vec(), b"a".to_vec(), b"b".to_vec()]);
     }
 
     #[test]
