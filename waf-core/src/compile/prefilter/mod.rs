@@ -360,8 +360,9 @@ struct GroupDraft {
     index: u32,
     /// literal → rule bits.
     literals: HashMap<Vec<u8>, Vec<u32>>,
-    /// The same, for each variable some rule of the group reads.
-    by_variable: HashMap<Variable, LiteralBits>,
+    /// For each [`narrowable`] variable some rule of the group reads, the bits of those
+    /// rules (the narrow automata's literals are picked from `literals` by them).
+    readers: HashMap<Variable, Vec<u32>>,
     /// Hyperscan patterns with their bit, and the rule's literals to fall back on.
     patterns: Vec<Candidate>,
     bits: u32,
@@ -452,12 +453,11 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
                         None => {
                             for l in literals.into_iter().flatten() {
                                 draft.literals.entry(l.clone()).or_default().push(bit);
-                                for t in &rule.targets {
-                                    let lits = draft.by_variable.entry(t.variable).or_default();
-                                    let bits = lits.entry(l.clone()).or_default();
-                                    if bits.last() != Some(&bit) {
-                                        bits.push(bit);
-                                    }
+                            }
+                            for t in rule.targets.iter().filter(|t| narrowable(t.variable)) {
+                                let bits = draft.readers.entry(t.variable).or_default();
+                                if bits.last() != Some(&bit) {
+                                    bits.push(bit);
                                 }
                             }
                         }
@@ -524,10 +524,27 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         let has_literals = !draft.literals.is_empty();
         let mut narrow: NarrowBits = Vec::new();
         if draft.patterns.is_empty() {
-            for (v, lits) in std::mem::take(&mut draft.by_variable) {
-                if narrowable(v) && lits.len() * 2 <= draft.literals.len() {
-                    narrow.push((v, lits));
+            for (v, readers) in std::mem::take(&mut draft.readers) {
+                let mut reads = vec![false; draft.bits as usize];
+                for &b in &readers {
+                    reads[b as usize] = true;
                 }
+                let read = |bits: &Vec<u32>| bits.iter().any(|&b| reads[b as usize]);
+                let count = draft.literals.values().filter(|bits| read(bits)).count();
+                if count * 2 > draft.literals.len() {
+                    continue;
+                }
+                // Only the literals, and the bits, of the rules that read `v`.
+                let lits: LiteralBits = draft
+                    .literals
+                    .iter()
+                    .filter(|(_, bits)| read(bits))
+                    .map(|(l, bits)| {
+                        let mine = bits.iter().copied().filter(|&b| reads[b as usize]);
+                        (l.clone(), mine.collect())
+                    })
+                    .collect();
+                narrow.push((v, lits));
             }
         }
         narrow.sort_by_key(|(v, _)| *v);
