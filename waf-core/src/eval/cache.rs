@@ -502,13 +502,7 @@ impl TransformCache {
         // Single values and small collections scan with the group's own automaton (a
         // DFA for most groups): on a few short values that costs less than the union's
         // bigger automaton; the union pays off on big collections (`build_candidates`).
-        let input = match slot {
-            Slot::Raw => raw,
-            Slot::Arena(i) => {
-                let (s, e) = self.spans[i];
-                self.arena.get(s as usize..e as usize).unwrap_or_default()
-            }
-        };
+        let input = slot_slice(&self.arena, &self.spans, slot, raw);
         let reader = crate::eval::data::reader_of(key);
         prefilter.scan_for(
             reader,
@@ -540,7 +534,7 @@ impl TransformCache {
             Slot::Arena(_) => input.eq_ignore_ascii_case(raw),
         };
         let Some((union, group)) = prefilter.union.as_ref().filter(|_| same) else {
-            prefilter.scan(input, bits, scratch);
+            prefilter.scan_for(crate::eval::data::reader_of(key), input, bits, scratch);
             return;
         };
         let row = self.row(key);
@@ -629,13 +623,11 @@ impl TransformCache {
         for i in start..n {
             let step = &chain[i];
             // Field by field: the step reads the arena and writes `step_out`.
-            let changed = (features == 0 || step.may_change(features)) && {
-                let input = match slot {
-                    Slot::Raw => raw,
-                    Slot::Arena(k) => arena_slice(&self.arena, &self.spans, k),
-                };
-                step.apply_into(input, &mut self.step_out)
-            };
+            let changed = (features == 0 || step.may_change(features))
+                && step.apply_into(
+                    slot_slice(&self.arena, &self.spans, slot, raw),
+                    &mut self.step_out,
+                );
             if changed {
                 slot = keep_in(
                     &mut self.arena,
@@ -771,10 +763,7 @@ impl TransformCache {
 
     /// The bytes of a slot from [`TransformCache::transform_slot`] for `raw`.
     pub(crate) fn slice<'a>(&'a self, slot: Slot, raw: &'a [u8]) -> &'a [u8] {
-        match slot {
-            Slot::Raw => raw,
-            Slot::Arena(i) => self.arena_value(i),
-        }
+        slot_slice(&self.arena, &self.spans, slot, raw)
     }
 }
 
@@ -804,6 +793,15 @@ fn keep_in(
 fn arena_slice<'a>(arena: &'a [u8], spans: &[(u32, u32)], k: usize) -> &'a [u8] {
     let (s, e) = spans.get(k).copied().unwrap_or_default();
     arena.get(s as usize..e as usize).unwrap_or_default()
+}
+
+/// [`TransformCache::slice`] from the arena's fields, for callers that write other fields
+/// of the cache meanwhile.
+fn slot_slice<'a>(arena: &'a [u8], spans: &[(u32, u32)], slot: Slot, raw: &'a [u8]) -> &'a [u8] {
+    match slot {
+        Slot::Raw => raw,
+        Slot::Arena(k) => arena_slice(arena, spans, k),
+    }
 }
 
 /// Appends (bit, `pos`) for every bit set in `words`.

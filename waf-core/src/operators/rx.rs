@@ -46,9 +46,9 @@
 //! third of the instructions of loading CRS (2.73 G -> 1.81 G with the single parse of
 //! [`Rx::new`]), and every benchmark request ran in slightly fewer instructions without
 //! it. Searches stay linear in the value's length.
-use regex::bytes::{Regex, RegexBuilder};
-use regex_automata::meta;
 use regex_automata::util::syntax;
+use regex_automata::{meta, Input};
+use regex_syntax::hir::Hir;
 
 use super::rx_backtrack::{Backtracking, Search};
 use super::{Captures, MAX_CAPTURES};
@@ -82,25 +82,7 @@ impl Rx {
     /// (`regex_automata::meta`, configured as `regex::bytes::RegexBuilder` configures it).
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
         let rewritten = rewrite_braced_hex(pattern);
-        let (regex, hir) = match super::rx_literals::parse_result(&rewritten, false) {
-            Ok(hir) => {
-                let regex = meta::Builder::new()
-                    .configure(meta_config())
-                    .build_from_hir(&hir)
-                    .map_err(|e| format!("invalid regular expression: {}", build_error(&e)))?;
-                (regex, Some(hir))
-            }
-            // A pattern that needs Unicode (see the module docs); the tree is not kept, as
-            // it would describe a different regex.
-            Err(ascii_error) => {
-                let regex = meta::Builder::new()
-                    .configure(meta_config())
-                    .syntax(syntax_config(true))
-                    .build(&rewritten)
-                    .map_err(|_| format!("invalid regular expression: {ascii_error}"))?;
-                (regex, None)
-            }
-        };
+        let (regex, hir) = compile(&rewritten)?;
         let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
         let required_classes = hir.as_ref().map_or(0, super::rx_classes::required_classes);
         let scan_pattern = hir
@@ -261,7 +243,7 @@ fn meta_config() -> meta::Config {
 }
 
 /// The syntax of the module docs: bytes, dot-all, multi-line, Unicode as asked.
-fn syntax_config(unicode: bool) -> syntax::Config {
+pub(super) fn syntax_config(unicode: bool) -> syntax::Config {
     syntax::Config::new()
         .unicode(unicode)
         .utf8(false)
@@ -280,33 +262,37 @@ fn build_error(e: &meta::BuildError) -> String {
 
 /// Compiles a SecLang regular expression with the flags described in the module docs. Also
 /// used by `@verifyCC` and `@verifySSN`.
-pub(crate) fn compile_pattern(pattern: &str) -> Result<Regex, String> {
-    compile_with_mode(pattern).map(|(regex, _)| regex)
+pub(crate) fn compile_pattern(pattern: &str) -> Result<meta::Regex, String> {
+    compile(&rewrite_braced_hex(pattern)).map(|(regex, _)| regex)
+}
+
+/// Compiles a pattern (already rewritten) with Unicode off from one parse, whose tree it
+/// returns; a pattern that needs Unicode is compiled with it on, and has no tree (it would
+/// describe a different regex).
+fn compile(rewritten: &str) -> Result<(meta::Regex, Option<Hir>), String> {
+    match super::rx_literals::parse_result(rewritten, false) {
+        Ok(hir) => {
+            let regex = meta::Builder::new()
+                .configure(meta_config())
+                .build_from_hir(&hir)
+                .map_err(|e| format!("invalid regular expression: {}", build_error(&e)))?;
+            Ok((regex, Some(hir)))
+        }
+        Err(ascii_error) => {
+            let regex = meta::Builder::new()
+                .configure(meta_config())
+                .syntax(syntax_config(true))
+                .build(rewritten)
+                .map_err(|_| format!("invalid regular expression: {ascii_error}"))?;
+            Ok((regex, None))
+        }
+    }
 }
 
 /// Whether every match of a pattern (already rewritten, read with Unicode off by
-/// [`super::rx_literals::parse`]) is at least one byte long. `false` when unsure.
-fn never_empty(hir: &regex_syntax::hir::Hir) -> bool {
+/// [`super::rx_literals::parse_result`]) is at least one byte long. `false` when unsure.
+fn never_empty(hir: &Hir) -> bool {
     hir.properties().minimum_len().is_some_and(|n| n > 0)
-}
-
-/// [`compile_pattern`], and whether it needed Unicode mode.
-fn compile_with_mode(pattern: &str) -> Result<(Regex, bool), String> {
-    let rewritten = rewrite_braced_hex(pattern);
-    let build = |unicode: bool| {
-        RegexBuilder::new(&rewritten)
-            .unicode(unicode)
-            .dot_matches_new_line(true)
-            .multi_line(true)
-            .size_limit(DEFAULT_REGEX_SIZE_LIMIT)
-            .build()
-    };
-    match build(false) {
-        Ok(regex) => Ok((regex, false)),
-        Err(ascii_error) => build(true)
-            .map(|regex| (regex, true))
-            .map_err(|_| format!("invalid regular expression: {ascii_error}")),
-    }
 }
 
 /// Finds the first match of `regex` in `input` that `verify` accepts, trying the leftmost
@@ -315,15 +301,16 @@ fn compile_with_mode(pattern: &str) -> Result<(Regex, bool), String> {
 /// past its start, so a number hidden inside a longer rejected one is still found. Search
 /// context is kept (`^` means the start of the value, not of the search).
 pub(crate) fn find_verified<'i>(
-    regex: &Regex,
+    regex: &meta::Regex,
     input: &'i [u8],
     verify: impl Fn(&[u8]) -> bool,
 ) -> Option<&'i [u8]> {
     let mut from = 0;
     while from <= input.len() {
-        let found = regex.find_at(input, from)?;
-        if verify(found.as_bytes()) {
-            return Some(found.as_bytes());
+        let found = regex.search(&Input::new(input).range(from..))?;
+        let bytes = &input[found.range()];
+        if verify(bytes) {
+            return Some(bytes);
         }
         from = found.start() + 1;
     }

@@ -15,7 +15,6 @@
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Literal, Seq};
 use regex_syntax::hir::{Capture, Class, Hir, HirKind, Repetition};
-use regex_syntax::ParserBuilder;
 
 /// Most literals kept for one pattern (past this the pattern gets no prefilter).
 const MAX_LITERALS: usize = 3000;
@@ -37,13 +36,7 @@ pub(crate) fn parse(pattern: &str, unicode: bool) -> Option<Hir> {
 /// `pattern` read the way `@rx` compiles it (dot-all, multi-line, bytes), or the parser's
 /// error message.
 pub(crate) fn parse_result(pattern: &str, unicode: bool) -> Result<Hir, String> {
-    ParserBuilder::new()
-        .unicode(unicode)
-        .utf8(false)
-        .dot_matches_new_line(true)
-        .multi_line(true)
-        .build()
-        .parse(pattern)
+    regex_automata::util::syntax::parse_with(pattern, &super::rx::syntax_config(unicode))
         .map_err(|e| e.to_string())
 }
 

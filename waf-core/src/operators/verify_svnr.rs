@@ -14,7 +14,7 @@
 //! SecRule ARGS "@verifySVNR ([0-9]{4} ?[0-9]{6})" "id:1,phase:2,deny,capture"
 //! ```
 
-use regex::bytes::Regex;
+use regex_automata::meta::Regex;
 
 use super::rx::{compile_pattern, find_verified};
 use super::Captures;

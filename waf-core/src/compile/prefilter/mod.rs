@@ -163,7 +163,7 @@ impl Prefilter {
 
     /// Sets in `bits` (`words` long, zeroed) the bit of every rule of the group that may
     /// match `input`.
-    pub(crate) fn scan(&self, input: &[u8], bits: &mut [u64], scratch: &mut ScanScratch) {
+    fn scan(&self, input: &[u8], bits: &mut [u64], scratch: &mut ScanScratch) {
         if let Some(l) = &self.literals {
             l.scan(input, bits, scratch);
         }
