@@ -435,7 +435,7 @@ impl WafBuilder {
                  feature (build waf-core with `--features hyperscan` and libhs installed)",
             ));
         }
-        let mut program = compile::compile(&directives, self.backend)?;
+        let mut program = compile::compile(directives, self.backend)?;
         for (name, set, slot) in [
             (
                 "xml_depth_limit",

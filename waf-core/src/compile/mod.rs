@@ -107,7 +107,10 @@ enum Item {
 }
 
 /// Compiles directives in order; the prefilter groups are scanned by `backend`.
-pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<Program, Error> {
+///
+/// Takes the directives by value: they and the drafts made from them are dropped before
+/// the prefilter's automata are built, which is when loading holds the most memory.
+pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Result<Program, Error> {
     let mut config = Config::default();
     let mut warnings = Vec::new();
     let mut drafts: Vec<Draft> = Vec::new();
@@ -119,7 +122,7 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
     // Removal and update directives, applied once every rule is known (see the module doc).
     let mut exceptions: Vec<&Directive> = Vec::new();
 
-    for d in directives {
+    for d in &directives {
         if let Some(note) = &d.note {
             warnings.push(Warning {
                 location: Some(Location::from_span(&d.span)),
@@ -296,6 +299,10 @@ pub(crate) fn compile(directives: &[Directive], backend: ScanBackend) -> Result<
         }
     }
 
+    // The syntax trees are not read again; the automata built next are the biggest
+    // allocations of loading, and would otherwise be made on top of them.
+    drop((drafts, default_sets, items, directives));
+    rules.shrink_to_fit();
     warn_unmatched_ctl_exclusions(&rules, &mut warnings);
     warn_backtracking(&rules, &mut warnings);
     let prefix_count = cache_columns(&mut rules);
