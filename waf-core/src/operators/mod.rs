@@ -38,6 +38,7 @@ mod pm_from_file;
 mod rx;
 pub(crate) mod rx_backtrack;
 pub(crate) mod rx_classes;
+pub(crate) mod rx_linear;
 mod rx_literals;
 mod streq;
 mod strmatch;

@@ -12,8 +12,9 @@
 //!
 //! # Dialect and flags
 //!
-//! We compile with the `regex` crate on bytes (request data need not be UTF-8), which runs in
-//! linear time (no ReDoS from a pattern or an input). CRS v4 is written for RE2, so every
+//! We compile with the `regex` crate's engines (`regex-automata`, see `rx_linear.rs`) on
+//! bytes (request data need not be UTF-8), which run in linear time (no ReDoS from a
+//! pattern or an input). CRS v4 is written for RE2, so every
 //! CRS pattern compiles unmodified. The flags copy both reference engines:
 //!
 //! - **dot-all + multi-line** (`(?sm)`): ModSecurity v3 compiles with `PCRE_DOTALL |
@@ -29,7 +30,7 @@
 //! - `\x{NN}` with NN <= FF is rewritten to `\xNN` first: PCRE reads both as the byte NN, but
 //!   `regex` with Unicode off reads the braced form as a code point. CRS 941310 relies on it
 //!   (the bytes 0xBC/0xBE of US-ASCII `¼script¾`); Coraza fixed the same bug in #1584.
-//! - A compiled size limit of [`DEFAULT_REGEX_SIZE_LIMIT`] turns a huge pattern into a load
+//! - A compiled size limit of [`crate::limits::DEFAULT_REGEX_SIZE_LIMIT`] turns a huge pattern into a load
 //!   error instead of a memory blow-up.
 //!
 //! # Performance
@@ -39,31 +40,38 @@
 //! one `captures` search into slots the transaction keeps per regex, so a capturing match
 //! allocates nothing once the same regex has captured before.
 //!
-//! The regex is built without its own literal prefilter (`auto_prefilter(false)`). The
-//! engine mostly runs a pattern on values where its prefilter (`compile::prefilter`) has
-//! already found one of the pattern's literals, and a pattern without a finite literal set
-//! gives the regex's prefilter little to skip with; extracting those literals again was a
-//! third of the instructions of loading CRS (2.73 G -> 1.81 G with the single parse of
-//! [`Rx::new`]), and every benchmark request ran in slightly fewer instructions without
-//! it. Searches stay linear in the value's length.
+//! The engines run forward only, with no literal prefilter of their own (`rx_linear.rs`
+//! says how a match's start is found without reverse automata). The engine mostly runs a
+//! pattern on values where its prefilter (`compile::prefilter`) has already found one of
+//! the pattern's literals, and a pattern without a finite literal set gives a regex's own
+//! prefilter little to skip with; extracting those literals again was a third of the
+//! instructions of loading CRS (2.73 G -> 1.81 G with the single parse of [`Rx::new`]).
+//! Searches stay linear in the value's length.
 use regex_automata::util::syntax;
-use regex_automata::{meta, Input};
 use regex_syntax::hir::Hir;
 
 use super::rx_backtrack::{Backtracking, Search};
+use super::rx_linear::LinearRegex;
 use super::{Captures, MAX_CAPTURES};
-use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
 use crate::macros::MacroExpander;
 use crate::transformations::features::Features;
+
+/// Which engine runs a pattern.
+#[derive(Debug)]
+enum Engine {
+    /// The linear-time engine, built from the tree of [`super::rx_literals::parse_result`]
+    /// (see [`Rx::new`] and `rx_linear.rs`).
+    Linear(Box<LinearRegex>),
+    /// The backtracking engine, for a pattern the linear one cannot compile (see
+    /// `rx_backtrack.rs`).
+    Backtracking(Box<Backtracking>),
+}
 
 /// A compiled `@rx`.
 #[derive(Debug)]
 pub(crate) struct Rx {
-    /// Built from the tree of [`super::rx_literals::parse_result`] (see [`Rx::new`]).
-    regex: meta::Regex,
-    /// The backtracking engine, for a pattern `regex` cannot compile (then `regex` is an
-    /// empty placeholder that is never run; see `rx_backtrack.rs`).
-    backtracking: Option<Box<Backtracking>>,
+    /// The engine that runs the pattern.
+    engine: Engine,
     /// Literals every match starts with (lower-cased), for the engine's prefilter.
     literals: Option<Vec<Vec<u8>>>,
     /// The pattern as compiled, for a multi-pattern scanner that reads it the same way:
@@ -78,11 +86,15 @@ impl Rx {
     ///
     /// One parse (Unicode off) gives the tree the regex is built from and the literal
     /// set, class gate and empty-match test read: `regex::bytes::Regex` would parse the
-    /// pattern again, which was 5 % of loading CRS. The regex is `regex`'s own engine
-    /// (`regex_automata::meta`, configured as `regex::bytes::RegexBuilder` configures it).
+    /// pattern again, which was 5 % of loading CRS. The regex runs on `regex`'s own
+    /// engines, forward only (`rx_linear.rs`).
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
         let rewritten = rewrite_braced_hex(pattern);
-        let (regex, hir) = compile(&rewritten)?;
+        let (hir, ascii) = parse(&rewritten)?;
+        let regex =
+            LinearRegex::new(&hir).map_err(|e| format!("invalid regular expression: {e}"))?;
+        // A pattern that needed Unicode has no tree for the analyses: they read bytes.
+        let hir = ascii.then_some(hir);
         let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
         let required_classes = hir.as_ref().map_or(0, super::rx_classes::required_classes);
         let scan_pattern = hir
@@ -90,8 +102,7 @@ impl Rx {
             .is_some_and(never_empty)
             .then(|| rewritten.into_owned());
         Ok(Rx {
-            regex,
-            backtracking: None,
+            engine: Engine::Linear(Box::new(regex)),
             literals,
             scan_pattern,
             required_classes,
@@ -127,9 +138,7 @@ impl Rx {
             }
         })?;
         Ok(Rx {
-            // Never run: `evaluate` goes to the backtracking engine.
-            regex: meta::Regex::new("").map_err(|e| e.to_string())?,
-            backtracking: Some(Box::new(backtracking)),
+            engine: Engine::Backtracking(Box::new(backtracking)),
             // The literal analysis reads `regex-syntax`'s tree, which this pattern has not.
             literals: None,
             // Nor may a scanner read it as a linear-engine pattern.
@@ -140,7 +149,7 @@ impl Rx {
 
     /// Whether the pattern runs on the backtracking engine.
     pub(crate) fn is_backtracking(&self) -> bool {
-        self.backtracking.is_some()
+        matches!(self.engine, Engine::Backtracking(_))
     }
 
     /// Byte classes ([`crate::transformations::features`]) every match holds one of, or
@@ -162,28 +171,31 @@ impl Rx {
         captures: Option<&mut Captures>,
         expander: &dyn MacroExpander,
     ) -> bool {
-        if let Some(bt) = &self.backtracking {
-            return evaluate_backtracking(bt, input, captures, expander);
-        }
-        let Some(captures) = captures else {
-            return self.regex.is_match(input);
+        let regex: &LinearRegex = match &self.engine {
+            Engine::Linear(regex) => regex,
+            Engine::Backtracking(bt) => {
+                return evaluate_backtracking(bt, input, captures, expander)
+            }
         };
-        if self.regex.captures_len() == 1 {
-            let Some(found) = self.regex.find(input) else {
+        let Some(captures) = captures else {
+            return regex.is_match(input);
+        };
+        if regex.captures_len() == 1 {
+            let Some(found) = regex.find(input) else {
                 return false;
             };
-            captures.fill([&input[found.range()]]);
+            captures.fill([&input[found]]);
             return true;
         }
-        let key = std::ptr::from_ref(&self.regex) as usize;
+        let key = std::ptr::from_ref(regex) as usize;
         // Slots kept under this address are this regex's, unless a regex of an earlier
         // program lived there: then their groups may differ, and fresh ones are made.
-        let info = self.regex.group_info();
+        let info = regex.group_info();
         let mut slots = captures
             .take_locations(key)
             .filter(|c| c.group_info().all_group_len() == info.all_group_len())
-            .unwrap_or_else(|| self.regex.create_captures());
-        self.regex.captures(input, &mut slots);
+            .unwrap_or_else(|| regex.create_captures());
+        regex.captures(input, &mut slots);
         if !slots.is_match() {
             captures.keep_locations(key, slots);
             return false;
@@ -230,18 +242,6 @@ fn evaluate_backtracking(
     }
 }
 
-/// The engine configuration `regex::bytes::RegexBuilder` makes, with our size limit and
-/// without the regex's own prefilter.
-fn meta_config() -> meta::Config {
-    meta::Config::new()
-        .match_kind(regex_automata::MatchKind::LeftmostFirst)
-        .utf8_empty(false)
-        .nfa_size_limit(Some(DEFAULT_REGEX_SIZE_LIMIT))
-        .hybrid_cache_capacity(2 * (1 << 20))
-        // See "Performance" in the module docs.
-        .auto_prefilter(false)
-}
-
 /// The syntax of the module docs: bytes, dot-all, multi-line, Unicode as asked.
 pub(super) fn syntax_config(unicode: bool) -> syntax::Config {
     syntax::Config::new()
@@ -251,41 +251,21 @@ pub(super) fn syntax_config(unicode: bool) -> syntax::Config {
         .multi_line(true)
 }
 
-/// A build error worded as `regex` words it.
-fn build_error(e: &meta::BuildError) -> String {
-    match (e.size_limit(), e.syntax_error()) {
-        (Some(limit), _) => format!("compiled regex exceeds size limit of {limit} bytes"),
-        (None, Some(syntax)) => syntax.to_string(),
-        (None, None) => e.to_string(),
-    }
+/// Compiles a SecLang regular expression with the flags described in the module docs, for
+/// `@verifyCC`, `@verifyCPF`, `@verifySSN` and `@verifySVNR`.
+pub(crate) fn compile_pattern(pattern: &str) -> Result<LinearRegex, String> {
+    let (hir, _) = parse(&rewrite_braced_hex(pattern))?;
+    LinearRegex::new(&hir).map_err(|e| format!("invalid regular expression: {e}"))
 }
 
-/// Compiles a SecLang regular expression with the flags described in the module docs. Also
-/// used by `@verifyCC` and `@verifySSN`.
-pub(crate) fn compile_pattern(pattern: &str) -> Result<meta::Regex, String> {
-    compile(&rewrite_braced_hex(pattern)).map(|(regex, _)| regex)
-}
-
-/// Compiles a pattern (already rewritten) with Unicode off from one parse, whose tree it
-/// returns; a pattern that needs Unicode is compiled with it on, and has no tree (it would
-/// describe a different regex).
-fn compile(rewritten: &str) -> Result<(meta::Regex, Option<Hir>), String> {
+/// Parses a pattern (already rewritten) with Unicode off, or, when it needs Unicode, with
+/// it on; the tree, and whether it was read with Unicode off.
+fn parse(rewritten: &str) -> Result<(Hir, bool), String> {
     match super::rx_literals::parse_result(rewritten, false) {
-        Ok(hir) => {
-            let regex = meta::Builder::new()
-                .configure(meta_config())
-                .build_from_hir(&hir)
-                .map_err(|e| format!("invalid regular expression: {}", build_error(&e)))?;
-            Ok((regex, Some(hir)))
-        }
-        Err(ascii_error) => {
-            let regex = meta::Builder::new()
-                .configure(meta_config())
-                .syntax(syntax_config(true))
-                .build(rewritten)
-                .map_err(|_| format!("invalid regular expression: {ascii_error}"))?;
-            Ok((regex, None))
-        }
+        Ok(hir) => Ok((hir, true)),
+        Err(ascii_error) => super::rx_literals::parse_result(rewritten, true)
+            .map(|hir| (hir, false))
+            .map_err(|_| format!("invalid regular expression: {ascii_error}")),
     }
 }
 
@@ -301,25 +281,26 @@ fn never_empty(hir: &Hir) -> bool {
 /// past its start, so a number hidden inside a longer rejected one is still found. Search
 /// context is kept (`^` means the start of the value, not of the search).
 pub(crate) fn find_verified<'i>(
-    regex: &meta::Regex,
+    regex: &LinearRegex,
     input: &'i [u8],
     verify: impl Fn(&[u8]) -> bool,
 ) -> Option<&'i [u8]> {
     let mut from = 0;
     while from <= input.len() {
-        let found = regex.search(&Input::new(input).range(from..))?;
-        let bytes = &input[found.range()];
+        let found = regex.find_from(input, from)?;
+        let start = found.start;
+        let bytes = &input[found];
         if verify(bytes) {
             return Some(bytes);
         }
-        from = found.start() + 1;
+        from = start + 1;
     }
     None
 }
 
 /// Rewrites `\x{NN}` (one or two hex digits) to `\xNN`, leaving every other escape alone
 /// (`\\x{41}` stays a backslash followed by `x{41}`). Borrows when there is nothing to do.
-fn rewrite_braced_hex(pattern: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn rewrite_braced_hex(pattern: &str) -> std::borrow::Cow<'_, str> {
     if !pattern.contains("\\x{") {
         return std::borrow::Cow::Borrowed(pattern);
     }
@@ -473,12 +454,41 @@ mod tests {
     /// program that lived there) are not used.
     #[test]
     fn slots_of_another_regex_are_replaced() {
+        let linear = |rx: &Rx| match &rx.engine {
+            Engine::Linear(regex) => regex.create_captures(),
+            Engine::Backtracking(_) => unreachable!("a linear-engine pattern"),
+        };
         let two = rx("(a)(b)");
         let mut c = Captures::default();
-        let key = std::ptr::from_ref(&two.regex) as usize;
-        c.keep_locations(key, rx("(x)").regex.create_captures());
+        let key = match &two.engine {
+            Engine::Linear(regex) => std::ptr::from_ref(&**regex) as usize,
+            Engine::Backtracking(_) => unreachable!("a linear-engine pattern"),
+        };
+        c.keep_locations(key, linear(&rx("(x)")));
         assert!(two.evaluate(b"zab", Some(&mut c), &NO_MACROS));
         assert_eq!(c.groups, vec![b"ab".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+    }
+
+    /// A Unicode word boundary next to a non-ASCII byte makes the DFAs quit; the answer
+    /// then comes from the NFA engines, and is the `regex` crate's.
+    #[test]
+    fn unicode_word_boundary_falls_back_to_the_nfa() {
+        // `\p{..}` needs Unicode, so `\b` is Unicode's here.
+        let pattern = r"(\p{Greek})\b";
+        let theirs = regex::bytes::Regex::new(pattern).unwrap();
+        for input in ["xα y".as_bytes(), "αβ".as_bytes(), "α".as_bytes(), b"abc"] {
+            let expected = theirs.captures(input).map(|c| {
+                c.iter()
+                    .map(|g| g.map_or(Vec::new(), |m| m.as_bytes().to_vec()))
+                    .collect::<Vec<_>>()
+            });
+            assert_eq!(groups(pattern, input), expected, "{input:?}");
+            assert_eq!(
+                rx(pattern).evaluate(input, None, &NO_MACROS),
+                expected.is_some()
+            );
+        }
+        assert!(groups(pattern, "xα y".as_bytes()).is_some());
     }
 
     #[test]

@@ -379,3 +379,104 @@ fn every_crs_operator_compiles() {
         "expected about 695 SecRule operators, found {count}"
     );
 }
+
+/// The dev dataset, read in place (never copied).
+const DEV_DATASET: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/datasets/dev.jsonl"
+);
+
+/// Every CRS `@rx` pattern answers as the `regex` crate does (`regex::bytes::Regex` with the
+/// dialect's flags) on values of real requests: the same match or none, and with `capture`
+/// the same `TX.0`..`TX.9`. `@rx` runs forward-only engines (`rx_linear.rs`), so this
+/// checks that finding a match's start and groups without the reverse automata changes
+/// nothing.
+#[test]
+fn every_crs_pattern_matches_as_the_regex_crate_does() {
+    let dir = Path::new(CRS_RULES);
+    assert!(dir.is_dir(), "CRS rules missing at {}", dir.display());
+    let dataset = std::fs::read_to_string(DEV_DATASET)
+        .unwrap_or_else(|e| panic!("dev dataset missing at {DEV_DATASET}: {e}"));
+    // Every 8th request: its payload, path, query, body (cut to 2 KB) and header values,
+    // raw and percent-decoded.
+    let mut values: Vec<Vec<u8>> = Vec::new();
+    for line in dataset.lines().step_by(8) {
+        let request: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let mut add = |v: &str| {
+            let v = &v.as_bytes()[..v.len().min(2048)];
+            values.push(v.to_vec());
+            let decoded = crate::transformations::Transformation::UrlDecodeUni.apply(v);
+            if decoded.as_ref() != v {
+                values.push(decoded.into_owned());
+            }
+        };
+        for field in ["payload", "path", "query", "body"] {
+            if let Some(v) = request[field].as_str().filter(|v| !v.is_empty()) {
+                add(v);
+            }
+        }
+        if let Some(headers) = request["headers"].as_object() {
+            headers
+                .values()
+                .filter_map(|v| v.as_str())
+                .for_each(&mut add);
+        }
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("CRS rules folder is readable")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    files.sort();
+    let (mut patterns, mut matches, mut differences) = (0, 0, Vec::new());
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("rule file is readable");
+        for (name, argument) in crs_operators(&text) {
+            if name != "rx" {
+                continue;
+            }
+            let ours = super::rx::Rx::with_fallback(&argument, 0).expect("CRS pattern compiles");
+            if ours.is_backtracking() {
+                continue;
+            }
+            let theirs = super::rx::compile_pattern(&argument).expect("CRS pattern compiles");
+            patterns += 1;
+            let mut slots = theirs.create_captures();
+            let mut caps = Captures::default();
+            for value in &values {
+                theirs.captures(value.as_slice(), &mut slots);
+                let expected: Option<Vec<Vec<u8>>> = slots.is_match().then(|| {
+                    (0..slots.group_len().min(super::MAX_CAPTURES))
+                        .map(|g| {
+                            slots
+                                .get_group(g)
+                                .map_or(Vec::new(), |s| value[s.range()].to_vec())
+                        })
+                        .collect()
+                });
+                let matched = ours.evaluate(value, None, &NO_MACROS);
+                let captured = ours
+                    .evaluate(value, Some(&mut caps), &NO_MACROS)
+                    .then(|| caps.groups.clone());
+                matches += usize::from(matched);
+                if matched != expected.is_some() || captured != expected {
+                    differences.push(format!(
+                        "{argument:?} on {:?}: ours {matched} {captured:?}, regex {expected:?}",
+                        String::from_utf8_lossy(value)
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{patterns} CRS patterns x {} values: {matches} matches, {} differences",
+        values.len(),
+        differences.len()
+    );
+    assert!(patterns > 250 && matches > 1000, "too little was compared");
+    assert!(
+        differences.is_empty(),
+        "{}",
+        differences[..differences.len().min(20)].join("\n")
+    );
+}

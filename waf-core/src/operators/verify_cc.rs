@@ -12,7 +12,7 @@
 //! SecRule ARGS "@verifyCC (?:^|[^\d])(\d{4}\-?\d{4}\-?\d{2}\-?\d{2}\-?\d{1,4})(?:[^\d]|$)" "id:1,phase:2,deny,capture"
 //! ```
 
-use regex_automata::meta::Regex;
+use super::rx_linear::LinearRegex as Regex;
 
 use super::rx::{compile_pattern, find_verified};
 use super::Captures;

@@ -14,7 +14,7 @@
 //! SecRule ARGS "@verifyCPF ([0-9]{3}\.){2}[0-9]{3}-[0-9]{2}" "id:1,phase:2,deny,capture"
 //! ```
 
-use regex_automata::meta::Regex;
+use super::rx_linear::LinearRegex as Regex;
 
 use super::rx::{compile_pattern, find_verified};
 use super::Captures;

@@ -13,7 +13,7 @@
 //! SecRule ARGS "@verifySSN \d{3}-?\d{2}-?\d{4}" "id:1,phase:2,deny,capture"
 //! ```
 
-use regex_automata::meta::Regex;
+use super::rx_linear::LinearRegex as Regex;
 
 use super::rx::{compile_pattern, find_verified};
 use super::Captures;

@@ -214,7 +214,7 @@ impl Selector {
         match self {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
-            Selector::Regex(re) => re.is_match(key),
+            Selector::Regex(re) => regex_matches(re, key),
             Selector::Prefix(p) => key
                 .get(..p.len())
                 .is_some_and(|k| k.eq_ignore_ascii_case(p)),
@@ -225,6 +225,13 @@ impl Selector {
             ),
         }
     }
+}
+
+/// [`Selector::matches`] for a regex selector, kept out of line: inlined, the regex
+/// search made every key comparison dearer (a bigger frame to set up for each call).
+#[inline(never)]
+fn regex_matches(re: &regex::bytes::Regex, key: &[u8]) -> bool {
+    re.is_match(key)
 }
 
 #[cfg(test)]
