@@ -51,7 +51,7 @@ use regex_automata::util::syntax;
 use regex_syntax::hir::Hir;
 
 use super::rx_backtrack::{Backtracking, Search};
-use super::rx_linear::LinearRegex;
+use super::rx_linear::{LinearRegex, Source};
 use super::{Captures, MAX_CAPTURES};
 use crate::macros::MacroExpander;
 use crate::transformations::features::Features;
@@ -91,8 +91,7 @@ impl Rx {
     pub(crate) fn new(pattern: &str) -> Result<Rx, String> {
         let rewritten = rewrite_braced_hex(pattern);
         let (hir, ascii) = parse(&rewritten)?;
-        let regex =
-            LinearRegex::new(&hir).map_err(|e| format!("invalid regular expression: {e}"))?;
+        let regex = linear(&hir, &rewritten, ascii)?;
         // A pattern that needed Unicode has no tree for the analyses: they read bytes.
         let hir = ascii.then_some(hir);
         let literals = hir.as_ref().and_then(super::rx_literals::literals_of);
@@ -254,8 +253,18 @@ pub(super) fn syntax_config(unicode: bool) -> syntax::Config {
 /// Compiles a SecLang regular expression with the flags described in the module docs, for
 /// `@verifyCC`, `@verifyCPF`, `@verifySSN` and `@verifySVNR`.
 pub(crate) fn compile_pattern(pattern: &str) -> Result<LinearRegex, String> {
-    let (hir, _) = parse(&rewrite_braced_hex(pattern))?;
-    LinearRegex::new(&hir).map_err(|e| format!("invalid regular expression: {e}"))
+    let rewritten = rewrite_braced_hex(pattern);
+    let (hir, ascii) = parse(&rewritten)?;
+    linear(&hir, &rewritten, ascii)
+}
+
+/// Compiles the tree `hir` of `rewritten` (parsed with Unicode off when `ascii`).
+fn linear(hir: &Hir, rewritten: &str, ascii: bool) -> Result<LinearRegex, String> {
+    let source = Source {
+        pattern: rewritten.into(),
+        unicode: !ascii,
+    };
+    LinearRegex::new(hir, source).map_err(|e| format!("invalid regular expression: {e}"))
 }
 
 /// Parses a pattern (already rewritten) with Unicode off, or, when it needs Unicode, with
@@ -489,6 +498,25 @@ mod tests {
             );
         }
         assert!(groups(pattern, "xα y".as_bytes()).is_some());
+    }
+
+    /// A capturing match far into a long value: its start comes from the reverse DFA, and
+    /// the groups are the `regex` crate's.
+    #[test]
+    fn long_value_match_near_its_end() {
+        let pattern = r"(?i)\b(union)[\s/*]+(all\s+)?(select|insert|update|delete)\b\s*(\w+)";
+        let theirs = regex::bytes::Regex::new(pattern).unwrap();
+        let mut input = b"lorem ipsum, ".repeat(100);
+        input.extend_from_slice(b"1 UNION ALL select password from users");
+        let expected: Vec<Vec<u8>> = theirs
+            .captures(&input)
+            .unwrap()
+            .iter()
+            .map(|g| g.map_or(Vec::new(), |m| m.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(groups(pattern, &input), Some(expected));
+        let whole = groups(r"(?i)union[\s/*]+(?:all\s+)?select\b", &input).unwrap();
+        assert_eq!(whole, vec![b"UNION ALL select".to_vec()]);
     }
 
     #[test]

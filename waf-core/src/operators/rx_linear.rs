@@ -37,8 +37,16 @@ use regex_automata::util::primitives::NonMaxUsize;
 use regex_automata::{Anchored, Input, MatchKind, PatternID};
 use regex_syntax::hir::Hir;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
+
+/// Past this many bytes between where a search starts and where its match ends, a
+/// capturing search finds the match's start with the reverse lazy DFA (built on first
+/// need) instead of the backtracker: the backtracker's work grows with the span times the
+/// pattern's size, and the PikeVM it falls back to on long spans is slower still, so a
+/// long value with a match near its end would otherwise cost far more than with `meta`.
+const LONG_SPAN: usize = 64;
 
 /// The lazy DFA's cache, per regex and thread (as `regex` sizes it).
 const DFA_CACHE_CAPACITY: usize = 2 * (1 << 20);
@@ -56,6 +64,11 @@ pub(crate) struct LinearRegex {
     /// one-pass (`meta` builds it on the same terms).
     onepass: Option<onepass::DFA>,
     dfa: DFA,
+    /// The reverse lazy DFA, built on first need from [`LinearRegex::source`] (see
+    /// [`LONG_SPAN`]); `None` inside when it cannot be built.
+    reverse: OnceLock<Option<DFA>>,
+    /// The pattern, for the reverse DFA.
+    source: Source,
     backtrack: backtrack::BoundedBacktracker,
     pikevm: pikevm::PikeVM,
     caches: Pool<Cache, CacheFn>,
@@ -84,6 +97,8 @@ const SMALL_DFA_BYTES: usize = 40 * (1 << 10) / 4;
 #[derive(Debug)]
 struct Cache {
     dfa: hybrid::Cache,
+    /// Made on the first reverse search.
+    reverse: Option<hybrid::Cache>,
     onepass: Option<onepass::Cache>,
     backtrack: backtrack::Cache,
     pikevm: pikevm::Cache,
@@ -110,8 +125,8 @@ impl std::fmt::Display for LinearError {
 }
 
 impl LinearRegex {
-    /// Compiles a parsed pattern.
-    pub(crate) fn new(hir: &Hir) -> Result<LinearRegex, LinearError> {
+    /// Compiles a pattern parsed (into `hir`) as `source` says.
+    pub(crate) fn new(hir: &Hir, source: Source) -> Result<LinearRegex, LinearError> {
         let nfa = thompson::Compiler::new()
             .configure(nfa_config())
             .build_from_hir(hir)
@@ -121,31 +136,21 @@ impl LinearRegex {
             })?;
         let other = |e: &dyn std::fmt::Display| LinearError::Other(e.to_string());
         let dfa = DFA::builder()
-            .configure(
-                DFA::config()
-                    .match_kind(MatchKind::LeftmostFirst)
-                    .unicode_word_boundary(true)
-                    .cache_capacity(DFA_CACHE_CAPACITY)
-                    .skip_cache_capacity_check(true)
-                    .minimum_cache_clear_count(Some(3))
-                    .minimum_bytes_per_state(Some(10)),
-            )
+            .configure(lazy_config())
             .build_from_nfa(nfa.clone())
             .map_err(|e| other(&e))?;
         let small = Small::new(hir, &nfa).map(Box::new);
         let backtrack =
             backtrack::BoundedBacktracker::new_from_nfa(nfa.clone()).map_err(|e| other(&e))?;
         let pikevm = pikevm::PikeVM::new_from_nfa(nfa.clone()).map_err(|e| other(&e))?;
-        // Only a small pattern's searches know a match's span before its groups.
-        let onepass = small
-            .as_ref()
-            .filter(|_| hir.properties().explicit_captures_len() > 0)
-            .and_then(|_| {
+        let onepass = (hir.properties().explicit_captures_len() > 0)
+            .then(|| {
                 onepass::Builder::new()
                     .configure(onepass::Config::new().match_kind(MatchKind::LeftmostFirst))
                     .build_from_nfa(nfa.clone())
                     .ok()
-            });
+            })
+            .flatten();
         let (d, o, b, p) = (
             dfa.clone(),
             onepass.clone(),
@@ -154,6 +159,7 @@ impl LinearRegex {
         );
         let make: CacheFn = Box::new(move || Cache {
             dfa: d.create_cache(),
+            reverse: None,
             onepass: o.as_ref().map(onepass::Cache::new),
             backtrack: b.create_cache(),
             pikevm: p.create_cache(),
@@ -162,6 +168,8 @@ impl LinearRegex {
             small,
             onepass,
             dfa,
+            reverse: OnceLock::new(),
+            source,
             backtrack,
             pikevm,
             caches: Pool::new(make),
@@ -233,29 +241,53 @@ impl LinearRegex {
         let input = Input::new(haystack).range(from..);
         let mut cache = self.caches.get();
         let cache = &mut *cache;
-        if let Some(span) = self.small.as_ref().and_then(|s| s.find(&input)) {
-            let span = span?;
-            if let [start, end, ..] = slots {
-                (*start, *end) = (NonMaxUsize::new(span.start), NonMaxUsize::new(span.end));
-            }
-            if slots.len() <= 2 {
-                return Some(PatternID::ZERO);
-            }
-            // The match is known: the groups come from an anchored pass over it.
-            let input = input.range(span).anchored(Anchored::Yes);
-            if let (Some(onepass), Some(c)) = (&self.onepass, cache.onepass.as_mut()) {
-                if let Ok(pid) = onepass.try_search_slots(c, &input, slots) {
-                    return pid;
+        let span = match self.small.as_ref().and_then(|s| s.find(&input)) {
+            Some(span) => span?,
+            None => {
+                let end = match self.dfa.try_search_fwd(&mut cache.dfa, &input) {
+                    Ok(None) => return None,
+                    Ok(Some(half)) => half.offset(),
+                    // No end known: the NFA engines search the whole value.
+                    Err(_) => return self.groups(cache, &input, slots),
+                };
+                match self.start(cache, haystack, from, end) {
+                    Some(start) => start..end,
+                    None => return self.groups(cache, &input.range(from..end), slots),
                 }
             }
-            return self.groups(cache, &input, slots);
-        }
-        let end = match self.dfa.try_search_fwd(&mut cache.dfa, &input) {
-            Ok(None) => return None,
-            Ok(Some(half)) => half.offset(),
-            Err(_) => haystack.len(),
         };
-        self.groups(cache, &input.range(from..end), slots)
+        if let [start, end, ..] = slots {
+            (*start, *end) = (NonMaxUsize::new(span.start), NonMaxUsize::new(span.end));
+        }
+        if slots.len() <= 2 {
+            return Some(PatternID::ZERO);
+        }
+        // The match is known: the groups come from an anchored pass over it.
+        let input = input.range(span).anchored(Anchored::Yes);
+        if let (Some(onepass), Some(c)) = (&self.onepass, cache.onepass.as_mut()) {
+            if let Ok(pid) = onepass.try_search_slots(c, &input, slots) {
+                return pid;
+            }
+        }
+        self.groups(cache, &input, slots)
+    }
+
+    /// Where the leftmost-first match that ends at `end` (and starts at `from` or later)
+    /// starts, from the reverse lazy DFA, when the span is too long to leave to the
+    /// backtracker (see [`LONG_SPAN`]); `None` otherwise, or when the DFA cannot say.
+    fn start(&self, cache: &mut Cache, haystack: &[u8], from: usize, end: usize) -> Option<usize> {
+        if end - from <= LONG_SPAN {
+            return None;
+        }
+        let rev = self
+            .reverse
+            .get_or_init(|| self.source.reverse_dfa())
+            .as_ref()?;
+        let rev_cache = cache.reverse.get_or_insert_with(|| rev.create_cache());
+        let back = Input::new(haystack)
+            .range(from..end)
+            .anchored(Anchored::Yes);
+        Some(rev.try_search_rev(rev_cache, &back).ok()??.offset())
     }
 
     /// The leftmost-first match within `input`'s span and its groups, into `slots`.
@@ -332,4 +364,44 @@ impl Small {
         let start = self.rev.try_search_rev(&back).ok()??;
         Some(Some(start.offset()..end.offset()))
     }
+}
+
+/// A pattern as [`LinearRegex`] keeps it, to build its reverse DFA when first needed.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// The pattern, as parsed (after `rx`'s rewriting).
+    pub(crate) pattern: Box<str>,
+    /// Whether it was parsed with Unicode on.
+    pub(crate) unicode: bool,
+}
+
+impl Source {
+    /// The reverse lazy DFA `meta` builds (it finds a match's start from its end); `None`
+    /// if the pattern no longer parses or compiles, which it did when loaded.
+    fn reverse_dfa(&self) -> Option<DFA> {
+        let hir = super::rx_literals::parse_result(&self.pattern, self.unicode).ok()?;
+        let nfarev = thompson::Compiler::new()
+            .configure(
+                nfa_config()
+                    .which_captures(thompson::WhichCaptures::None)
+                    .reverse(true),
+            )
+            .build_from_hir(&hir)
+            .ok()?;
+        DFA::builder()
+            .configure(lazy_config().match_kind(MatchKind::All))
+            .build_from_nfa(nfarev)
+            .ok()
+    }
+}
+
+/// The lazy DFA configuration `meta` uses.
+fn lazy_config() -> hybrid::Config {
+    DFA::config()
+        .match_kind(MatchKind::LeftmostFirst)
+        .unicode_word_boundary(true)
+        .cache_capacity(DFA_CACHE_CAPACITY)
+        .skip_cache_capacity_check(true)
+        .minimum_cache_clear_count(Some(3))
+        .minimum_bytes_per_state(Some(10))
 }
