@@ -586,6 +586,14 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
             }
         }
     }
+    // Biggest sets first, in a fixed order: each build's intermediate automaton then
+    // comes while least else is held, and the peak of loading no longer depends on a hash
+    // map's order (it varied by 5 MB of heap from run to run; smallest first is 1.4 MB
+    // worse than biggest first).
+    pending.sort_by_key(|(group, lits, narrow)| {
+        let narrow: usize = narrow.iter().map(|(_, l)| l.len()).sum();
+        (std::cmp::Reverse(lits.len() + narrow), *group)
+    });
     for (group, lits, narrow) in pending {
         if let Some(p) = prefilters.get_mut(group as usize) {
             p.literals = literals::LiteralScanner::build(lits);
