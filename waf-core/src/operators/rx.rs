@@ -61,7 +61,7 @@ use crate::transformations::features::Features;
 enum Engine {
     /// The linear-time engine, built from the tree of [`super::rx_literals::parse_result`]
     /// (see [`Rx::new`] and `rx_linear.rs`).
-    Linear(Box<LinearRegex>),
+    Linear(LinearRegex),
     /// The backtracking engine, for a pattern the linear one cannot compile (see
     /// `rx_backtrack.rs`).
     Backtracking(Box<Backtracking>),
@@ -101,7 +101,7 @@ impl Rx {
             .is_some_and(never_empty)
             .then(|| rewritten.into_owned());
         Ok(Rx {
-            engine: Engine::Linear(Box::new(regex)),
+            engine: Engine::Linear(regex),
             literals,
             scan_pattern,
             required_classes,
@@ -186,7 +186,7 @@ impl Rx {
             captures.fill([&input[found]]);
             return true;
         }
-        let key = std::ptr::from_ref(regex) as usize;
+        let key = regex.id();
         // Slots kept under this address are this regex's, unless a regex of an earlier
         // program lived there: then their groups may differ, and fresh ones are made.
         let info = regex.group_info();
@@ -470,7 +470,7 @@ mod tests {
         let two = rx("(a)(b)");
         let mut c = Captures::default();
         let key = match &two.engine {
-            Engine::Linear(regex) => std::ptr::from_ref(&**regex) as usize,
+            Engine::Linear(regex) => regex.id(),
             Engine::Backtracking(_) => unreachable!("a linear-engine pattern"),
         };
         c.keep_locations(key, linear(&rx("(x)")));

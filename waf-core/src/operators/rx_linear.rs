@@ -37,16 +37,18 @@ use regex_automata::util::primitives::NonMaxUsize;
 use regex_automata::{Anchored, Input, MatchKind, PatternID};
 use regex_syntax::hir::Hir;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::limits::DEFAULT_REGEX_SIZE_LIMIT;
 
-/// Past this many bytes between where a search starts and where its match ends, a
-/// capturing search finds the match's start with the reverse lazy DFA (built on first
-/// need) instead of the backtracker: the backtracker's work grows with the span times the
-/// pattern's size, and the PikeVM it falls back to on long spans is slower still, so a
-/// long value with a match near its end would otherwise cost far more than with `meta`.
-const LONG_SPAN: usize = 64;
+/// Past this many (bytes between where a search starts and where its match ends) times
+/// (NFA states), a capturing search finds the match's start with the reverse lazy DFA
+/// (built on first need) instead of the backtracker: the backtracker's work grows with
+/// the span times the pattern's size, and the PikeVM it falls back to on long spans is
+/// slower still, so a big pattern, or a long value with a match near its end, would
+/// otherwise cost far more than with `meta`. Small spans of small patterns keep the
+/// backtracker, and a benign request seldom builds a reverse DFA.
+const BACKTRACK_BUDGET: usize = 256;
 
 /// The lazy DFA's cache, per regex and thread (as `regex` sizes it).
 const DFA_CACHE_CAPACITY: usize = 2 * (1 << 20);
@@ -58,20 +60,27 @@ type CacheFn =
 /// A compiled pattern (see the module docs).
 #[derive(Debug)]
 pub(crate) struct LinearRegex {
+    /// The compiled engines, shared with the function that makes their caches.
+    engines: Arc<Engines>,
+    caches: Pool<Cache, CacheFn>,
+}
+
+/// The engines of a [`LinearRegex`].
+#[derive(Debug)]
+struct Engines {
     /// Full DFAs, for a small pattern (see [`Small`]).
     small: Option<Box<Small>>,
     /// The groups of a match whose span is known, when the pattern has groups and is
     /// one-pass (`meta` builds it on the same terms).
     onepass: Option<onepass::DFA>,
     dfa: DFA,
-    /// The reverse lazy DFA, built on first need from [`LinearRegex::source`] (see
-    /// [`LONG_SPAN`]); `None` inside when it cannot be built.
+    /// The reverse lazy DFA, built on first need from [`Engines::source`] (see
+    /// [`BACKTRACK_BUDGET`]); `None` inside when it cannot be built.
     reverse: OnceLock<Option<DFA>>,
     /// The pattern, for the reverse DFA.
     source: Source,
     backtrack: backtrack::BoundedBacktracker,
     pikevm: pikevm::PikeVM,
-    caches: Pool<Cache, CacheFn>,
 }
 
 /// A small pattern's full DFAs, as `meta` builds them: a forward one that finds where a
@@ -143,7 +152,7 @@ impl LinearRegex {
         let backtrack =
             backtrack::BoundedBacktracker::new_from_nfa(nfa.clone()).map_err(|e| other(&e))?;
         let pikevm = pikevm::PikeVM::new_from_nfa(nfa.clone()).map_err(|e| other(&e))?;
-        let onepass = (hir.properties().explicit_captures_len() > 0)
+        let onepass = (small.is_some() && hir.properties().explicit_captures_len() > 0)
             .then(|| {
                 onepass::Builder::new()
                     .configure(onepass::Config::new().match_kind(MatchKind::LeftmostFirst))
@@ -151,20 +160,7 @@ impl LinearRegex {
                     .ok()
             })
             .flatten();
-        let (d, o, b, p) = (
-            dfa.clone(),
-            onepass.clone(),
-            backtrack.clone(),
-            pikevm.clone(),
-        );
-        let make: CacheFn = Box::new(move || Cache {
-            dfa: d.create_cache(),
-            reverse: None,
-            onepass: o.as_ref().map(onepass::Cache::new),
-            backtrack: b.create_cache(),
-            pikevm: p.create_cache(),
-        });
-        Ok(LinearRegex {
+        let engines = Arc::new(Engines {
             small,
             onepass,
             dfa,
@@ -172,14 +168,32 @@ impl LinearRegex {
             source,
             backtrack,
             pikevm,
+        });
+        let e = Arc::clone(&engines);
+        let make: CacheFn = Box::new(move || Cache {
+            dfa: e.dfa.create_cache(),
+            reverse: None,
+            onepass: e.onepass.as_ref().map(onepass::Cache::new),
+            backtrack: e.backtrack.create_cache(),
+            pikevm: e.pikevm.create_cache(),
+        });
+        Ok(LinearRegex {
+            engines,
             caches: Pool::new(make),
         })
+    }
+
+    /// An identity for the regex while it lives (the address of its engines, which do not
+    /// move): a transaction keeps capture slots under it.
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.engines) as usize
     }
 
     /// Whether `haystack` holds a match.
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
         let input = Input::new(haystack).earliest(true);
         if let Some(found) = self
+            .engines
             .small
             .as_ref()
             .and_then(|s| s.fwd.try_search_fwd(&input).ok())
@@ -187,20 +201,20 @@ impl LinearRegex {
             return found.is_some();
         }
         let mut cache = self.caches.get();
-        match self.dfa.try_search_fwd(&mut cache.dfa, &input) {
+        match self.engines.dfa.try_search_fwd(&mut cache.dfa, &input) {
             Ok(found) => found.is_some(),
-            Err(_) => self.pikevm.is_match(&mut cache.pikevm, input),
+            Err(_) => self.engines.pikevm.is_match(&mut cache.pikevm, input),
         }
     }
 
     /// The capture groups of the regex (group 0 is the whole match).
     pub(crate) fn group_info(&self) -> &GroupInfo {
-        self.pikevm.get_nfa().group_info()
+        self.engines.pikevm.get_nfa().group_info()
     }
 
     /// Slots for [`LinearRegex::captures`].
     pub(crate) fn create_captures(&self) -> Captures {
-        self.pikevm.create_captures()
+        self.engines.pikevm.create_captures()
     }
 
     /// The number of groups, the whole match included.
@@ -241,10 +255,10 @@ impl LinearRegex {
         let input = Input::new(haystack).range(from..);
         let mut cache = self.caches.get();
         let cache = &mut *cache;
-        let span = match self.small.as_ref().and_then(|s| s.find(&input)) {
+        let span = match self.engines.small.as_ref().and_then(|s| s.find(&input)) {
             Some(span) => span?,
             None => {
-                let end = match self.dfa.try_search_fwd(&mut cache.dfa, &input) {
+                let end = match self.engines.dfa.try_search_fwd(&mut cache.dfa, &input) {
                     Ok(None) => return None,
                     Ok(Some(half)) => half.offset(),
                     // No end known: the NFA engines search the whole value.
@@ -264,7 +278,7 @@ impl LinearRegex {
         }
         // The match is known: the groups come from an anchored pass over it.
         let input = input.range(span).anchored(Anchored::Yes);
-        if let (Some(onepass), Some(c)) = (&self.onepass, cache.onepass.as_mut()) {
+        if let (Some(onepass), Some(c)) = (&self.engines.onepass, cache.onepass.as_mut()) {
             if let Ok(pid) = onepass.try_search_slots(c, &input, slots) {
                 return pid;
             }
@@ -274,14 +288,16 @@ impl LinearRegex {
 
     /// Where the leftmost-first match that ends at `end` (and starts at `from` or later)
     /// starts, from the reverse lazy DFA, when the span is too long to leave to the
-    /// backtracker (see [`LONG_SPAN`]); `None` otherwise, or when the DFA cannot say.
+    /// backtracker (see [`BACKTRACK_BUDGET`]); `None` otherwise, or when the DFA cannot say.
     fn start(&self, cache: &mut Cache, haystack: &[u8], from: usize, end: usize) -> Option<usize> {
-        if end - from <= LONG_SPAN {
+        let states = self.engines.pikevm.get_nfa().states().len();
+        if (end - from).saturating_mul(states) <= BACKTRACK_BUDGET {
             return None;
         }
         let rev = self
+            .engines
             .reverse
-            .get_or_init(|| self.source.reverse_dfa())
+            .get_or_init(|| self.engines.source.reverse_dfa())
             .as_ref()?;
         let rev_cache = cache.reverse.get_or_insert_with(|| rev.create_cache());
         let back = Input::new(haystack)
@@ -299,11 +315,15 @@ impl LinearRegex {
     ) -> Option<PatternID> {
         // The backtracker refuses a span too long for its visited set; the PikeVM does not.
         match self
+            .engines
             .backtrack
             .try_search_slots(&mut cache.backtrack, input, slots)
         {
             Ok(pid) => pid,
-            Err(_) => self.pikevm.search_slots(&mut cache.pikevm, input, slots),
+            Err(_) => self
+                .engines
+                .pikevm
+                .search_slots(&mut cache.pikevm, input, slots),
         }
     }
 }
