@@ -19,8 +19,8 @@
 //! - **its groups**: when the span is known, a one-pass DFA or the backtracker anchored
 //!   on the match; otherwise the backtracking pass above fills them;
 //! - when a DFA gives up (the lazy DFA's cache thrashes on a pathological pattern and
-//!   value) or quits (a Unicode word boundary next to a non-ASCII byte), the NFA engines
-//!   answer.
+//!   value), quits (a Unicode word boundary next to a non-ASCII byte), or was not built
+//!   (its 2 MB cache cannot hold the few states a search needs), the NFA engines answer.
 //!
 //! Each engine is configured as `meta` configures it, so the answers are the `regex`
 //! crate's (`operators::tests::every_crs_pattern_matches_as_the_regex_crate_does`).
@@ -73,7 +73,8 @@ struct Engines {
     /// The groups of a match whose span is known, when the pattern has groups and is
     /// one-pass (`meta` builds it on the same terms).
     onepass: Option<onepass::DFA>,
-    dfa: DFA,
+    /// The forward lazy DFA (see [`LinearRegex::new`] for when it is missing).
+    dfa: Option<DFA>,
     /// The reverse lazy DFA, built on first need from [`Engines::source`] (see
     /// [`BACKTRACK_BUDGET`]); `None` inside when it cannot be built.
     reverse: OnceLock<Option<DFA>>,
@@ -105,7 +106,7 @@ const SMALL_DFA_BYTES: usize = 40 * (1 << 10) / 4;
 /// The working memory of one search: one per engine.
 #[derive(Debug)]
 struct Cache {
-    dfa: hybrid::Cache,
+    dfa: Option<hybrid::Cache>,
     /// Made on the first reverse search.
     reverse: Option<hybrid::Cache>,
     onepass: Option<onepass::Cache>,
@@ -144,10 +145,12 @@ impl LinearRegex {
                 None => LinearError::Other(e.to_string()),
             })?;
         let other = |e: &dyn std::fmt::Display| LinearError::Other(e.to_string());
+        // `None` when the cache could not hold the few states a search needs (a huge
+        // pattern): the NFA engines then answer, as with `meta`.
         let dfa = DFA::builder()
             .configure(lazy_config())
             .build_from_nfa(nfa.clone())
-            .map_err(|e| other(&e))?;
+            .ok();
         let small = Small::new(hir, &nfa).map(Box::new);
         let backtrack =
             backtrack::BoundedBacktracker::new_from_nfa(nfa.clone()).map_err(|e| other(&e))?;
@@ -171,7 +174,7 @@ impl LinearRegex {
         });
         let e = Arc::clone(&engines);
         let make: CacheFn = Box::new(move || Cache {
-            dfa: e.dfa.create_cache(),
+            dfa: e.dfa.as_ref().map(DFA::create_cache),
             reverse: None,
             onepass: e.onepass.as_ref().map(onepass::Cache::new),
             backtrack: e.backtrack.create_cache(),
@@ -201,9 +204,9 @@ impl LinearRegex {
             return found.is_some();
         }
         let mut cache = self.caches.get();
-        match self.engines.dfa.try_search_fwd(&mut cache.dfa, &input) {
-            Ok(found) => found.is_some(),
-            Err(_) => self.engines.pikevm.is_match(&mut cache.pikevm, input),
+        match self.forward(&mut cache, &input) {
+            Some(found) => found.is_some(),
+            None => self.engines.pikevm.is_match(&mut cache.pikevm, input),
         }
     }
 
@@ -258,11 +261,11 @@ impl LinearRegex {
         let span = match self.engines.small.as_ref().and_then(|s| s.find(&input)) {
             Some(span) => span?,
             None => {
-                let end = match self.engines.dfa.try_search_fwd(&mut cache.dfa, &input) {
-                    Ok(None) => return None,
-                    Ok(Some(half)) => half.offset(),
+                let end = match self.forward(cache, &input) {
+                    Some(None) => return None,
+                    Some(Some(end)) => end,
                     // No end known: the NFA engines search the whole value.
-                    Err(_) => return self.groups(cache, &input, slots),
+                    None => return self.groups(cache, &input, slots),
                 };
                 match self.start(cache, haystack, from, end) {
                     Some(start) => start..end,
@@ -304,6 +307,14 @@ impl LinearRegex {
             .range(from..end)
             .anchored(Anchored::Yes);
         Some(rev.try_search_rev(rev_cache, &back).ok()??.offset())
+    }
+
+    /// Where the leftmost-first match ends, from the forward lazy DFA (`Some(None)`: no
+    /// match); `None` when it has no answer (missing, given up, or quit).
+    fn forward(&self, cache: &mut Cache, input: &Input<'_>) -> Option<Option<usize>> {
+        let (dfa, dfa_cache) = (self.engines.dfa.as_ref()?, cache.dfa.as_mut()?);
+        let found = dfa.try_search_fwd(dfa_cache, input).ok()?;
+        Some(found.map(|half| half.offset()))
     }
 
     /// The leftmost-first match within `input`'s span and its groups, into `slots`.
@@ -421,7 +432,7 @@ fn lazy_config() -> hybrid::Config {
         .match_kind(MatchKind::LeftmostFirst)
         .unicode_word_boundary(true)
         .cache_capacity(DFA_CACHE_CAPACITY)
-        .skip_cache_capacity_check(true)
+        .skip_cache_capacity_check(false)
         .minimum_cache_clear_count(Some(3))
         .minimum_bytes_per_state(Some(10))
 }
