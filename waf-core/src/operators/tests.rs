@@ -92,13 +92,19 @@ fn decode_input(input: &str) -> Vec<u8> {
     out
 }
 
-fn load_cases(dir: &Path) -> Vec<(String, Case)> {
+/// The files of `dir` whose name ends in `.extension`, sorted.
+fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("vector folder is readable")
+        .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
         .collect();
     files.sort();
+    files
+}
+
+fn load_cases(dir: &Path) -> Vec<(String, Case)> {
+    let files = files_with_extension(dir, "json");
     let mut cases = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("vector file is readable");
@@ -352,12 +358,7 @@ fn every_crs_operator_compiles() {
         "CRS rules missing at {} (the shared CRS checkout beside the repo)",
         dir.display()
     );
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("CRS rules folder is readable")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
-        .collect();
-    files.sort();
+    let files = files_with_extension(dir, "conf");
     let mut count = 0;
     let mut errors = Vec::new();
     for file in &files {
@@ -422,12 +423,7 @@ fn every_crs_pattern_matches_as_the_regex_crate_does() {
                 .for_each(&mut add);
         }
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("CRS rules folder is readable")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
-        .collect();
-    files.sort();
+    let files = files_with_extension(dir, "conf");
     let (mut patterns, mut matches, mut differences) = (0, 0, Vec::new());
     for file in &files {
         let text = std::fs::read_to_string(file).expect("rule file is readable");
