@@ -77,8 +77,9 @@ pub(crate) struct RulePlan {
     /// Every target is a whole collection (no count, no single value): an empty set of
     /// collections means no match.
     pub(crate) collections_only: bool,
-    /// The rule reads one `TX:name` and nothing else, untransformed, with no exclusion,
-    /// capture or `multiMatch`: it can be decided by one lookup and one operator call.
+    /// The rule reads one `TX:name`, or its count `&TX:name` (CRS's setup rules: 1 when
+    /// set, else 0), and nothing else, untransformed, with no exclusion, capture or
+    /// `multiMatch`: it can be decided by one lookup and one operator call.
     pub(crate) tx_test: bool,
     /// The operator's byte-class gate ([`crate::compile::RuleOperator::required_classes`])
     /// when the rule can be ruled out by it as a whole: not negated, and every target a
@@ -184,9 +185,7 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
                     .all(|t| !t.count && collection(t.variable));
             rule.plan.tx_test = matches!(
                 rule.targets.as_slice(),
-                [t] if t.variable == Variable::Tx
-                    && !t.count
-                    && matches!(t.selector, Selector::Key(_))
+                [t] if t.variable == Variable::Tx && matches!(t.selector, Selector::Key(_))
             ) && rule.transformations.is_empty()
                 && rule.exclusions.is_empty()
                 && !rule.capture

@@ -431,10 +431,24 @@ impl TxState {
         {
             if let (Some(op), [target]) = (&rule.operator, rule.targets.as_slice()) {
                 if let Selector::Key(key) = &target.selector {
+                    let value = self.data.tx.get_at(rule.plan.tx_slot, key);
+                    if target.count {
+                        // As the value loop counts (`TxData::count`): one name, set or not;
+                        // a match is recorded under `TX` with the count as its value.
+                        let n: &[u8] = if value.is_some() { b"1" } else { b"0" };
+                        if op.operator.evaluate(n, &self.data, None) != op.negated {
+                            let name = VarName {
+                                variable: Variable::Tx,
+                                key: None,
+                            };
+                            self.scratch.push(&name, n, false);
+                        }
+                        return true;
+                    }
                     // As `TxData::visit` and the value loop would: nothing set is nothing
                     // visited; a match is recorded under `TX:name`. The name's slot is an
                     // index into the table (`eval::vars`), not a hash lookup.
-                    if let Some(v) = self.data.tx.get_at(rule.plan.tx_slot, key) {
+                    if let Some(v) = value {
                         if op.operator.evaluate(v, &self.data, None) != op.negated {
                             let name = VarName {
                                 variable: Variable::Tx,
