@@ -15,6 +15,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::compile::plan::Summary;
 use crate::compile::prefilter::{Prefilter, ScanScratch, Union, SMALL_UNION, UNIONS};
+use crate::eval::chain_table::ChainTable;
 use crate::eval::data::{TxData, ValueKey, SOURCES};
 use crate::transformations::{features, Transformation};
 use crate::variables::{Selector, Variable};
@@ -74,15 +75,11 @@ pub(crate) struct TransformCache {
     /// (`u32::MAX`: no row yet). Keys are dense per source, so a row is found by indexing,
     /// not hashing.
     rows: [Vec<u32>; SOURCES],
-    /// Row-major, `width` entries per row (one per chain prefix id of the program): 0 =
+    /// A row per value, a column per cached chain prefix (`Program::prefix_count`): 0 =
     /// not computed, 1 = the raw value (every step so far left it unchanged), `k + 2` =
-    /// `arena[k]`. Each entry is already resolved, so a hit costs one load however long
-    /// the chain. Replaces a hash map of every (value, prefix): 4 bytes an entry instead
-    /// of ~40, and no hashing.
-    table: Vec<u32>,
-    /// Prefix ids of the program (`Program::prefix_count`).
-    width: usize,
-    /// Values some step changed.
+    /// `arena[k]` (see [`ChainTable`]). Each entry is already resolved, so a hit costs a
+    /// few loads however long the chain, and no hashing.
+    table: ChainTable,
     /// Transformed values some step changed, end to end: `spans[k]` is the range of value
     /// `k`. One buffer rather than a `Vec` each: no allocation per value once it has grown,
     /// and no per-allocation overhead in a big body's peak memory.
@@ -114,25 +111,29 @@ pub(crate) struct TransformCache {
     /// row of `table`: the range of `hits` holding that union's patterns found in the raw
     /// value, scanned once per transaction; `u32::MAX` while not scanned.
     union_rows: [Vec<(u32, u32)>; UNIONS],
-    /// For each big collection whose candidate lists were built in this phase, and each
-    /// union: per position, the raw value's byte classes and its range of `hits`, so that a group
-    /// decides a value its chain cannot change from two loads (most values of a big
-    /// body have no union hit for most groups).
-    positional: HashMap<(Variable, usize), Vec<Positional>, FastState>,
+    /// For each big collection whose candidate lists were built in this phase: per
+    /// position, the value's row (see [`Positional`]), so that a group decides a value its
+    /// chain cannot change from its raw bytes' classes and union hits, with no lookup by
+    /// key (most values of a big body have no union hit for most groups).
+    positional: HashMap<Variable, Positional, FastState>,
     hits: Vec<u32>,
     /// For each variable (by `Variable as usize`): the byte classes of its raw values,
     /// ORed, 0 while not computed in this phase (see [`TransformCache::variable_classes`]).
     var_classes: Vec<u32>,
     /// Where a step writes its output before it joins the arena (no buffer per step).
     step_out: Vec<u8>,
+    /// (rule bit, position) pairs of the candidate list being built, kept for the next.
+    pairs: Vec<(u32, u32)>,
     /// The value and the next step's output of a `multiMatch` rule, which runs its
     /// operator after each step instead of keeping the steps ([`TransformCache::each_step`]).
     step_buffers: [Vec<u8>; 2],
 }
 
-/// One value of a big collection, by position: its raw bytes' classes and its range of
-/// the cache's union hits.
-type Positional = (u32, (u32, u32));
+/// The values of a big collection by position: a bit per union (`1 << Union::index`) whose
+/// hits and the raw bytes' classes are known for every value, and each value's row
+/// (`u32::MAX`: a value without a key, which takes the ordinary path). A row costs 4 bytes
+/// a value; the classes and hits stay in the per-row tables.
+type Positional = (u32, Vec<u32>);
 
 /// Inverted prefilter results for one collection: `positions[offsets[b]..offsets[b + 1]]`
 /// are, in visiting order, the values whose literals enable rule bit `b`. A rule then
@@ -161,20 +162,32 @@ impl Candidates {
 }
 
 impl TransformCache {
-    /// Forgets what depends on whole collections, which the next phase may extend.
-    pub(crate) fn start_phase(&mut self) {
+    /// Forgets what depends on whole collections, which the next phase may extend, and
+    /// makes room for a row per value the phase can read (`values`, an upper bound from
+    /// [`TxData::keyed_values`]): the per-row tables grow once a phase, to their size,
+    /// instead of doubling (a doubling holds the old and the new table at once: on a 10 KB
+    /// JSON body that moment was the transaction's peak).
+    pub(crate) fn start_phase(&mut self, values: usize) {
         self.candidates.clear();
         self.positional.clear();
         self.summaries.clear();
         self.var_classes.clear();
+        // An eighth more than the bound: a later phase that adds a few values (the response
+        // headers) then fits, instead of growing every table once more.
+        if values > self.table.row_capacity() {
+            let rows = values + values / 8 + 16;
+            self.table.reserve_rows(rows);
+            self.features
+                .reserve_exact(rows.saturating_sub(self.features.len()));
+            for r in &mut self.union_rows {
+                r.reserve_exact(rows.saturating_sub(r.len()));
+            }
+        }
     }
 
     /// Sets the number of chain prefix ids of the program the cache serves.
     pub(crate) fn set_width(&mut self, width: usize) {
-        if self.width != width {
-            self.clear();
-            self.width = width;
-        }
+        self.table.set_width(width);
     }
 
     pub(crate) fn clear(&mut self) {
@@ -182,6 +195,7 @@ impl TransformCache {
             r.clear();
         }
         self.step_out.clear();
+        self.pairs.clear();
         for b in &mut self.step_buffers {
             b.clear();
         }
@@ -248,7 +262,7 @@ impl TransformCache {
     /// be worth keeping (a request with many values), and it should be dropped instead.
     pub(crate) fn clear_for_reuse(&mut self) -> bool {
         self.clear();
-        self.table.capacity() <= 64 * 1024
+        self.table.capacity_bytes() <= 256 * 1024
             && self.rows.iter().all(|r| r.capacity() <= 4 * 1024)
             && self.prefiltered.capacity() <= 16 * 1024
             && self.arena.capacity() <= 256 * 1024
@@ -259,6 +273,7 @@ impl TransformCache {
             && self.union_rows.iter().all(|r| r.capacity() <= 16 * 1024)
             && self.hits.capacity() <= 64 * 1024
             && self.step_out.capacity() <= 64 * 1024
+            && self.pairs.capacity() <= 16 * 1024
             && self.step_buffers.iter().all(|b| b.capacity() <= 64 * 1024)
     }
 
@@ -408,24 +423,32 @@ impl TransformCache {
         prefilter: &Prefilter,
     ) {
         let len = data.indexed_len(variable).unwrap_or(0);
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut pairs = std::mem::take(&mut self.pairs);
         // Scan results of values not scanned before go to this buffer, not to `bits` and
         // `prefiltered`: the lists below are what the group's rules read, and on a big body
         // recording every (value, group) cost a hash-table insert per value and group.
         let mut scanned = vec![0u64; prefilter.words];
         let mut scan_scratch = std::mem::take(&mut self.scan_scratch);
-        // The raw values' byte classes and union hits, by position (see `Positional`).
-        let positional = match &prefilter.union {
+        // The values' rows by position, their raw bytes' classes and union hits known (see
+        // `Positional`).
+        let (positional, union) = match &prefilter.union {
             Some((union, _)) if prefilter.decides_from_hits() => {
-                self.positional(data, variable, len, union)
+                (self.positional(data, variable, len, union), union.index)
             }
-            _ => Vec::new(),
+            _ => ((0, Vec::new()), 0),
         };
         let always = prefilter.sets_always();
         for pos in 0..len {
             // A value the chain leaves as it is but for case: the union's hits on its raw
             // bytes give the group's bits, with no transformation and no scan of its own.
-            if let Some(&(classes, (s, e))) = positional.get(pos) {
+            if let Some(&row) = positional.1.get(pos).filter(|&&r| r != u32::MAX) {
+                // Both were computed by `positional`; were they not, every class sends the
+                // value the ordinary way.
+                let classes = self.features.get(row as usize).copied().unwrap_or(u32::MAX);
+                let (s, e) = self.union_rows[union]
+                    .get(row as usize)
+                    .copied()
+                    .unwrap_or((0, 0));
                 if classes & prefilter.case_only_unless == 0 {
                     if s == e && !always {
                         continue;
@@ -453,8 +476,8 @@ impl TransformCache {
             push_bits(&mut pairs, words, pos);
         }
         self.scan_scratch = scan_scratch;
-        if let (Some((union, _)), false) = (&prefilter.union, positional.is_empty()) {
-            self.positional.insert((variable, union.index), positional);
+        if !positional.1.is_empty() {
+            self.positional.insert(variable, positional);
         }
         pairs.sort_by_key(|&(b, _)| b);
         let nbits = prefilter.words * 64;
@@ -465,7 +488,12 @@ impl TransformCache {
         for i in 1..offsets.len() {
             offsets[i] += offsets[i - 1];
         }
-        let positions = pairs.into_iter().map(|(_, p)| p).collect();
+        // Exactly sized: the lists live until the phase ends, and collecting in place
+        // would keep the pairs' buffer, twice their size.
+        let mut positions = Vec::with_capacity(pairs.len());
+        positions.extend(pairs.iter().map(|&(_, p)| p));
+        pairs.clear();
+        self.pairs = pairs;
         self.candidates
             .insert((variable, group), Candidates { offsets, positions });
     }
@@ -559,18 +587,15 @@ impl TransformCache {
     #[cold]
     #[inline(never)]
     fn new_row(&mut self, source: usize, index: usize) -> usize {
-        let width = self.width.max(1);
         let Some(rows) = self.rows.get_mut(source) else {
             // Not a key `TxData` makes; a fresh row keeps the answer right.
-            self.table.resize(self.table.len() + width, 0);
-            return self.table.len() / width - 1;
+            return self.table.push_row();
         };
         if rows.len() <= index {
             rows.resize(index + 1, u32::MAX);
         }
         if rows[index] == u32::MAX {
-            rows[index] = (self.table.len() / width) as u32;
-            self.table.resize(self.table.len() + width, 0);
+            rows[index] = self.table.push_row() as u32;
         }
         rows[index] as usize
     }
@@ -589,11 +614,10 @@ impl TransformCache {
             return Slot::Raw;
         }
         let row = self.row(key);
-        let base = row * self.width.max(1);
         // `u32::MAX`: a step whose result is not kept (`compile::cache_columns`).
-        let entry = |table: &[u32], id: u32| match id {
+        let entry = |table: &ChainTable, id: u32| match id {
             u32::MAX => 0,
-            id => table.get(base + id as usize).copied().unwrap_or(0),
+            id => table.get(row, id as usize),
         };
         let decode = |e: u32| match e {
             1 => Slot::Raw,
@@ -648,46 +672,51 @@ impl TransformCache {
             };
             // A prefix id past the width (a program and cache mismatch) is not recorded.
             if prefix_ids[i] != u32::MAX {
-                if let Some(e) = self.table.get_mut(base + prefix_ids[i] as usize) {
-                    *e = code;
-                }
+                self.table.set(row, prefix_ids[i] as usize, code);
             }
         }
         slot
     }
 
-    /// The byte classes and union hits of each value of `variable` (`len` of them), by
-    /// position, computed on the first candidate build of the phase that needs them and
-    /// taken out of the cache (the caller puts them back).
+    /// The rows of the values of `variable` (`len` of them) by position, with their raw
+    /// bytes' classes and `union`'s hits computed: on the first candidate build of the
+    /// phase that needs them, taken out of the cache (the caller puts them back).
     fn positional(
         &mut self,
         data: &TxData,
         variable: Variable,
         len: usize,
         union: &Union,
-    ) -> Vec<Positional> {
-        if let Some(p) = self
+    ) -> Positional {
+        let (mut known, rows) = match self
             .positional
-            .remove(&(variable, union.index))
-            .filter(|p| p.len() == len)
+            .remove(&variable)
+            .filter(|p| p.1.len() == len)
         {
-            return p;
-        }
-        let mut out = Vec::with_capacity(len);
-        for pos in 0..len {
-            out.push(match data.indexed(variable, pos) {
-                (Some(key), _, raw) => {
-                    let row = self.row(key);
-                    (
-                        self.raw_features(row, raw),
-                        self.union_range(row, raw, union),
-                    )
+            Some(p) => p,
+            None => {
+                let mut rows = Vec::with_capacity(len);
+                for pos in 0..len {
+                    rows.push(match data.indexed(variable, pos).0 {
+                        Some(key) => self.row(key) as u32,
+                        None => u32::MAX,
+                    });
                 }
-                // No key: every class, so the value takes the ordinary path.
-                (None, _, _) => (u32::MAX, (0, 0)),
-            });
+                (0, rows)
+            }
+        };
+        let bit = 1u32 << union.index;
+        if known & bit == 0 {
+            for (pos, &row) in rows.iter().enumerate() {
+                if row != u32::MAX {
+                    let raw = data.indexed(variable, pos).2;
+                    self.raw_features(row as usize, raw);
+                    self.union_range(row as usize, raw, union);
+                }
+            }
+            known |= bit;
         }
-        out
+        (known, rows)
     }
 
     /// The range of `hits` holding the union patterns found in the raw value of `row`,

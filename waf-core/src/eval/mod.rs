@@ -5,6 +5,7 @@
 //! runs the steps of each phase ([`rules`]).
 
 mod cache;
+mod chain_table;
 pub(crate) mod data;
 mod effects;
 mod request;

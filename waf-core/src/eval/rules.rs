@@ -98,7 +98,7 @@ impl TxState {
             }
             _ => {}
         }
-        self.cache.start_phase();
+        self.cache.start_phase(self.data.keyed_values());
         self.data.phase = phase;
         let program = std::sync::Arc::clone(&self.program);
         let steps = &program.phases[usize::from(phase - 1)];

@@ -84,6 +84,10 @@ enum Source {
 /// (source, index) (`eval::cache`).
 pub(crate) const SOURCES: usize = Source::RespHeaderName as usize + 1;
 
+/// Single values (`REQUEST_URI`, `REQUEST_BODY`, ...) a phase is expected to read, for
+/// sizing the cache's tables ([`TxData::keyed_values`]): CRS reads about 20 a phase.
+const SINGLE_ROWS: usize = 32;
+
 // Single values are keyed by `phase << 8 | variable`.
 const _: () = assert!(crate::variables::Variable::ALL.len() <= 256);
 
@@ -635,6 +639,25 @@ impl TxData {
             name,
             if names { &p.key } else { &p.value },
         )
+    }
+
+    /// An upper bound on the values of one phase that can have a row in the
+    /// transformation cache (`eval::cache`): every name and value of the collections, and
+    /// [`SINGLE_ROWS`] single values. The cache sizes its tables with it.
+    pub(crate) fn keyed_values(&self) -> usize {
+        let pairs = self.args_get.len()
+            + self.args_post.len()
+            + self.request_headers.len()
+            + self.cookies.len()
+            + self.response_headers.len();
+        2 * pairs
+            + self.part_headers.len()
+            + self.multipart_names.len()
+            + self.multipart_filenames.len()
+            + 2 * self.files.len()
+            + self.xml_text.len()
+            + self.xml_attrs.len()
+            + SINGLE_ROWS
     }
 
     /// Number of values a `&VAR` target counts.

@@ -17,6 +17,10 @@ const KEEP_BYTES: usize = 16 * 1024;
 /// At most this many spare pairs are kept.
 const SPARE_PAIRS: usize = 1024;
 
+/// A pair list at least this long that becomes the spare pairs is not grown to take the
+/// other lists' pairs.
+const LONG_LIST: usize = 64;
+
 /// A pair whose buffers together hold more than this is not kept as a spare.
 const KEEP_PAIR_BYTES: usize = 1024;
 
@@ -99,9 +103,34 @@ impl TxData {
             part_headers,
             response_headers,
         ];
+        // With no spare pairs yet, the longest list becomes the spares as it is: moving
+        // its pairs one by one would grow a second vector beside it (on a 10 KB JSON body
+        // that was the transaction's peak).
+        // Pairs the spares take: a long list that became them is not grown for the other
+        // lists' few pairs either (that would hold both vectors at once again).
+        let mut room = SPARE_PAIRS;
+        if spare_pairs.is_empty() {
+            if let Some(longest) = lists.iter_mut().max_by_key(|l| l.len()) {
+                if longest.len() > spare_pairs.capacity() {
+                    if longest.len() >= LONG_LIST {
+                        room = room.min(longest.capacity());
+                    }
+                    std::mem::swap(&mut spare_pairs, longest);
+                    spare_pairs.truncate(SPARE_PAIRS);
+                    spare_pairs.retain_mut(|pair| {
+                        pair.key.clear();
+                        pair.value.clear();
+                        pair.key.capacity() + pair.value.capacity() <= KEEP_PAIR_BYTES
+                    });
+                }
+            }
+        }
+        if spare_pairs.capacity() > 2 * SPARE_PAIRS {
+            spare_pairs.shrink_to(SPARE_PAIRS);
+        }
         for list in &mut lists {
             for mut pair in list.drain(..) {
-                if spare_pairs.len() >= SPARE_PAIRS {
+                if spare_pairs.len() >= room {
                     break;
                 }
                 if pair.key.capacity() + pair.value.capacity() <= KEEP_PAIR_BYTES {
@@ -233,5 +262,44 @@ mod tests {
         (d.spare_pairs, d.tx) = (spare, tx);
         let p = d.pair(b"k", b"v");
         assert_eq!((&p.key[..], &p.value[..]), (&b"k"[..], &b"v"[..]));
+    }
+
+    /// The longest list becomes the spare pairs in place, bounded and emptied, without its
+    /// oversized pairs.
+    #[test]
+    fn a_long_list_becomes_the_spares() {
+        let mut d = TxData::default();
+        d.request_headers.push(Pair::new("Host", "h"));
+        d.args_post.push(Pair::new(vec![b'k'; 2000], b"v".to_vec()));
+        for i in 0..2 * SPARE_PAIRS {
+            d.args_post.push(Pair::new(i.to_string(), b"v".to_vec()));
+        }
+        d.clear_for_reuse();
+        // The list's own vector, not one grown beside it, shrunk to the bound; the header
+        // pair joined it.
+        assert_eq!(d.spare_pairs.len(), SPARE_PAIRS);
+        assert_eq!(d.spare_pairs.capacity(), SPARE_PAIRS);
+        // A long list full to its capacity is not grown for a header's pair.
+        let mut d = TxData::default();
+        d.request_headers.push(Pair::new("Host", "h"));
+        d.args_post = (0..LONG_LIST)
+            .map(|i| Pair::new(i.to_string(), "v"))
+            .collect();
+        d.args_post.shrink_to_fit();
+        d.clear_for_reuse();
+        assert_eq!(d.spare_pairs.len(), LONG_LIST);
+        assert_eq!(d.spare_pairs.capacity(), LONG_LIST);
+        let mut d = TxData {
+            args_post: (0..10).map(|i| Pair::new(i.to_string(), "v")).collect(),
+            ..TxData::default()
+        };
+        let ptr = d.args_post.as_ptr();
+        d.clear_for_reuse();
+        assert_eq!(d.spare_pairs.as_ptr(), ptr);
+        assert!(d
+            .spare_pairs
+            .iter()
+            .all(|p| p.key.is_empty() && p.value.is_empty() && p.key.capacity() < 2000));
+        assert!(d.args_post.is_empty());
     }
 }
