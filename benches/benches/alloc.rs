@@ -1,6 +1,8 @@
 //! Bytes and allocations per `waf-core` transaction, counted by a global allocator that
 //! wraps the system one. Prints a markdown table: request, PL, allocations, bytes
-//! allocated, peak bytes live during the transaction.
+//! allocated, peak bytes live during the transaction, and the same peak for a transaction
+//! that starts from empty containers (nothing recycled: what one more concurrent
+//! transaction costs).
 //!
 //! `cargo bench -p waf-bench --bench alloc`. The counts are deterministic (no timing), so
 //! one transaction per request is enough; [`WARM_UP`] transactions of the same request run
@@ -70,8 +72,10 @@ fn main() {
         return; // `cargo bench -- --list` asks every bench binary for its benchmarks.
     }
     let conn = waf_bench::connection();
-    println!("| request | PL | allocations | bytes allocated | peak live bytes |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| request | PL | allocations | bytes allocated | peak live bytes | peak live bytes, from empty |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     for pl in [1u8, 4] {
         let waf = waf_bench::build_waf(pl);
         for req in waf_bench::requests() {
@@ -85,8 +89,19 @@ fn main() {
             let allocs = ALLOCS.load(Relaxed) - a0;
             let bytes = BYTES.load(Relaxed) - b0;
             let peak = PEAK.load(Relaxed) - live0;
+            // The same transaction while others hold every recycled set of the thread's
+            // pool shard: it starts from empty containers, so its peak includes every table
+            // it fills, also those a server keeps between requests.
+            let holders: Vec<_> = (0..=waf_core::limits::TABLE_POOL_PER_SHARD)
+                .map(|_| waf.transaction(&conn, std::time::SystemTime::UNIX_EPOCH))
+                .collect();
+            let live1 = LIVE.load(Relaxed);
+            PEAK.store(live1, Relaxed);
+            std::hint::black_box(waf_bench::run_ours(&waf, &conn, &req));
+            let peak_empty = PEAK.load(Relaxed) - live1;
+            drop(holders);
             println!(
-                "| {} ({} B body) | {pl} | {allocs} | {bytes} | {peak} |",
+                "| {} ({} B body) | {pl} | {allocs} | {bytes} | {peak} | {peak_empty} |",
                 req.name,
                 req.body.len()
             );
