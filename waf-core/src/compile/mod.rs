@@ -110,9 +110,9 @@ enum Item {
 ///
 /// Takes the directives by value and moves their syntax trees into the drafts (one copy,
 /// not three: a copy of CRS's trees is several megabytes, alive while the automata are
-/// built). The drafts live until the end: dropping them before the automata are built
-/// lowered the peak of loading by 3 MB, but an nginx master reloading CRS then grew by
-/// about 100 KiB a reload (glibc could not return the pages; `waf-ffi/tests/nginx.rs`).
+/// built). The drafts live until the end: freeing them earlier lowers the peak of one load
+/// by 2-3 MB, but an nginx reloading CRS then settles 8.5 MB higher in the master and in
+/// every worker (after about 20 reloads; `benches/PROFILE.md`, thirteenth session).
 pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Result<Program, Error> {
     let mut config = Config::default();
     let mut warnings = Vec::new();
