@@ -88,8 +88,13 @@ pub(crate) const SOURCES: usize = Source::RespHeaderName as usize + 1;
 /// sizing the cache's tables ([`TxData::keyed_values`]): CRS reads about 20 a phase.
 const SINGLE_ROWS: usize = 32;
 
-// Single values are keyed by `phase << 8 | variable`.
-const _: () = assert!(crate::variables::Variable::ALL.len() <= 256);
+/// The index of a single value's key: its variable, in a block per phase (see
+/// [`Emit::single`]). Dense, so the cache's row index for single values stays about 500
+/// entries long, not 1,300 as with `phase << 8 | variable` (the index is refilled every
+/// transaction).
+fn single_index(phase: u8, variable: Variable) -> usize {
+    usize::from(phase.saturating_sub(1)) * Variable::ALL.len() + variable as usize
+}
 
 /// The one variable that reads the values `key` names, when only one does: request and
 /// response headers and their names, cookies and their names, and single values (keyed
@@ -111,7 +116,11 @@ pub(crate) fn reader_of(key: ValueKey) -> Option<Variable> {
         COOKIE_NAME => Variable::RequestCookiesNames,
         RESP_HEADER_VALUE => Variable::ResponseHeaders,
         RESP_HEADER_NAME => Variable::ResponseHeadersNames,
-        SINGLE => return Variable::ALL.get((key & 0xff) as usize).copied(),
+        SINGLE => {
+            return Variable::ALL
+                .get((key & 0xffff_ffff) as usize % Variable::ALL.len())
+                .copied()
+        }
         _ => return None,
     })
 }
@@ -387,10 +396,7 @@ impl Emit<'_> {
                 // Single values may change between phases (`REQBODY_PROCESSOR`,
                 // `RESPONSE_STATUS`, ...), and cached results live for the whole
                 // transaction: the phase is part of their key.
-                key_of(
-                    Source::Single,
-                    usize::from(self.phase) << 8 | self.variable as usize,
-                ),
+                key_of(Source::Single, single_index(self.phase, self.variable)),
                 VarName {
                     variable: self.variable,
                     key: None,
