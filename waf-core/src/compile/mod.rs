@@ -437,13 +437,14 @@ fn cache_columns(rules: &mut [Rule]) -> usize {
 
 /// Keeps a rule's operator memo id (see [`RuleOperator::memo`]) only where another rule
 /// asks the same question of the same transformed values: same memo id, same chain
-/// column, results remembered (no capture). A result nobody asks for again is not worth
-/// a hash-table entry per value: on a 10 KB JSON body, CRS's unshared ids filled a table
-/// of 3,584 entries (about 100 KB) that no later rule read.
+/// column, and no capture (a remembered answer has no groups to fill, so a capturing,
+/// non-negated operator never remembers). The rule loop remembers exactly the rules left
+/// with an id. A result nobody asks for again is not worth a hash-table entry per value:
+/// on a 10 KB JSON body, CRS's unshared ids filled a table of 3,584 entries (about
+/// 100 KB) that no later rule read.
 fn keep_shared_memos(rules: &mut [Rule]) {
     fn key(rule: &Rule) -> Option<(u32, u32)> {
         let op = rule.operator.as_ref()?;
-        // As the rule loop: a capturing, non-negated operator is not remembered.
         let remembered = !rule.capture || op.negated;
         let chain = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
         op.memo.filter(|_| remembered).map(|m| (m, chain))
@@ -457,7 +458,7 @@ fn keep_shared_memos(rules: &mut [Rule]) {
         }
     }
     fn prune(rule: &mut Rule, seen: &HashMap<(u32, u32), usize>) {
-        if key(rule).is_some_and(|k| seen.get(&k).copied().unwrap_or(0) < 2) {
+        if key(rule).is_none_or(|k| seen.get(&k).copied().unwrap_or(0) < 2) {
             if let Some(op) = &mut rule.operator {
                 op.memo = None;
             }

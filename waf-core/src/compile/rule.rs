@@ -79,7 +79,9 @@ pub(crate) struct RuleOperator {
     pub(crate) negated: bool,
     /// For operators whose result depends on the value alone and is worth remembering
     /// (`@detectSQLi`, `@detectXSS`, `@rx`, `@pm`): an id shared by every rule with the same
-    /// operator and argument. The transaction remembers the result per (value, chain, id).
+    /// operator and argument, kept only where another rule reuses the answer and the rule
+    /// does not capture (`compile::keep_shared_memos`). The transaction remembers the
+    /// result per (value, chain, id).
     pub(crate) memo: Option<u32>,
     /// The operator's [`Operator::required_classes`]: a value whose byte classes
     /// ([`crate::transformations::features`]) miss all of them gets "no match" without a

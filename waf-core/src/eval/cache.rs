@@ -688,35 +688,33 @@ impl TransformCache {
         len: usize,
         union: &Union,
     ) -> Positional {
-        let (mut known, rows) = match self
+        let (known, mut rows) = self
             .positional
             .remove(&variable)
             .filter(|p| p.1.len() == len)
-        {
-            Some(p) => p,
-            None => {
-                let mut rows = Vec::with_capacity(len);
-                for pos in 0..len {
-                    rows.push(match data.indexed(variable, pos).0 {
-                        Some(key) => self.row(key) as u32,
-                        None => u32::MAX,
-                    });
-                }
-                (0, rows)
-            }
-        };
+            .unwrap_or_else(|| (0, Vec::with_capacity(len)));
         let bit = 1u32 << union.index;
-        if known & bit == 0 {
-            for (pos, &row) in rows.iter().enumerate() {
-                if row != u32::MAX {
-                    let raw = data.indexed(variable, pos).2;
-                    self.raw_features(row as usize, raw);
-                    self.union_range(row as usize, raw, union);
-                }
-            }
-            known |= bit;
+        if known & bit != 0 {
+            return (known, rows);
         }
-        (known, rows)
+        // One pass: the rows are found (on the phase's first build) as the values are
+        // classified and scanned for this union.
+        let fresh = rows.is_empty();
+        for pos in 0..len {
+            let (key, _, raw) = data.indexed(variable, pos);
+            let row = if fresh {
+                let row = key.map_or(u32::MAX, |k| self.row(k) as u32);
+                rows.push(row);
+                row
+            } else {
+                rows[pos]
+            };
+            if row != u32::MAX {
+                self.raw_features(row as usize, raw);
+                self.union_range(row as usize, raw, union);
+            }
+        }
+        (known | bit, rows)
     }
 
     /// The range of `hits` holding the union patterns found in the raw value of `row`,

@@ -211,9 +211,9 @@ impl TxState {
                     // Runs the operator on one value (unless its result is `known`) and
                     // records a match; true when it matched.
                     let capturing = rule.capture && !op.negated;
-                    // Results are remembered only without captures (a remembered answer
-                    // has no groups to fill).
-                    let memo = op.memo.filter(|_| !capturing);
+                    // Only rules whose answers another rule reuses have an id, never a
+                    // capturing one (`compile::keep_shared_memos`).
+                    let memo = op.memo;
                     let chain = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
                     // The byte classes every match needs (`operators::rx_classes`); the
                     // reference evaluation runs without, so the plan test checks the gate.

@@ -24,6 +24,13 @@ const LONG_LIST: usize = 64;
 /// A pair whose buffers together hold more than this is not kept as a spare.
 const KEEP_PAIR_BYTES: usize = 1024;
 
+/// Empties `pair`; true when its buffers are small enough to keep as a spare.
+fn emptied_to_keep(pair: &mut Pair) -> bool {
+    pair.key.clear();
+    pair.value.clear();
+    pair.key.capacity() + pair.value.capacity() <= KEEP_PAIR_BYTES
+}
+
 /// `buf`, emptied, when it is small enough to keep; else a new empty buffer.
 fn cleared<T>(mut buf: Vec<T>) -> Vec<T> {
     if buf.capacity() * std::mem::size_of::<T>().max(1) > KEEP_BYTES {
@@ -105,9 +112,8 @@ impl TxData {
         ];
         // With no spare pairs yet, the longest list becomes the spares as it is: moving
         // its pairs one by one would grow a second vector beside it (on a 10 KB JSON body
-        // that was the transaction's peak).
-        // Pairs the spares take: a long list that became them is not grown for the other
-        // lists' few pairs either (that would hold both vectors at once again).
+        // that was the transaction's peak). A long list that became the spares is not
+        // grown for the other lists' few pairs either: `room` is what the spares take.
         let mut room = SPARE_PAIRS;
         if spare_pairs.is_empty() {
             if let Some(longest) = lists.iter_mut().max_by_key(|l| l.len()) {
@@ -117,11 +123,7 @@ impl TxData {
                     }
                     std::mem::swap(&mut spare_pairs, longest);
                     spare_pairs.truncate(SPARE_PAIRS);
-                    spare_pairs.retain_mut(|pair| {
-                        pair.key.clear();
-                        pair.value.clear();
-                        pair.key.capacity() + pair.value.capacity() <= KEEP_PAIR_BYTES
-                    });
+                    spare_pairs.retain_mut(emptied_to_keep);
                 }
             }
         }
@@ -133,9 +135,7 @@ impl TxData {
                 if spare_pairs.len() >= room {
                     break;
                 }
-                if pair.key.capacity() + pair.value.capacity() <= KEEP_PAIR_BYTES {
-                    pair.key.clear();
-                    pair.value.clear();
+                if emptied_to_keep(&mut pair) {
                     spare_pairs.push(pair);
                 }
             }
