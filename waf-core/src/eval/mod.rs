@@ -8,6 +8,7 @@ mod cache;
 mod chain_table;
 pub(crate) mod data;
 mod effects;
+mod plan;
 mod request;
 mod rules;
 
