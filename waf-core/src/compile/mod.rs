@@ -60,10 +60,11 @@ pub(crate) struct Program {
 }
 
 /// One step of a phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum Step {
-    /// Run `Program::rules[i]`.
-    Rule(usize),
+    /// Run `Program::rules[i]`; with a copy of its plan, which the rule loop reads first
+    /// (see [`plan::RulePlan`]).
+    Rule(usize, plan::RulePlan),
     /// A `SecMarker`: only its position matters (`skipAfter` targets are resolved to it).
     Marker,
 }
@@ -278,7 +279,7 @@ pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Resul
                     &config,
                 )?;
                 let phase_index = usize::from(rule.phase - 1);
-                phases[phase_index].push(Step::Rule(rules.len()));
+                phases[phase_index].push(Step::Rule(rules.len(), plan::RulePlan::default()));
                 rules.push(rule);
             }
             Item::Marker(name) => {
@@ -292,7 +293,7 @@ pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Resul
     // Resolve skipAfter: the first marker of that name after the rule in its phase.
     for (p, steps) in phases.iter().enumerate() {
         for (pos, step) in steps.iter().enumerate() {
-            let Step::Rule(r) = *step else { continue };
+            let Step::Rule(r, _) = *step else { continue };
             let rule = &mut rules[r];
             if let Some((name, target)) = &mut rule.skip_after {
                 *target = markers_per_phase[p]
@@ -316,6 +317,11 @@ pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Resul
     let prefilters = prefilter::build(&mut rules, backend);
     let summaries = plan::build(&mut rules);
     let tx_names = slot_tx_names(&mut rules);
+    for step in phases.iter_mut().flatten() {
+        if let Step::Rule(r, plan) = step {
+            *plan = rules[*r].plan;
+        }
+    }
     Ok(Program {
         prefilters,
         tx_names: tx_names.into(),

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::compile::plan::Summary;
+use crate::compile::plan::{Summary, VarSet};
 use crate::compile::prefilter::{Prefilter, ScanScratch, Union, SMALL_UNION, UNIONS};
 use crate::eval::chain_table::ChainTable;
 use crate::eval::data::{TxData, ValueKey, SOURCES};
@@ -120,6 +120,8 @@ pub(crate) struct TransformCache {
     /// For each variable (by `Variable as usize`): the byte classes of its raw values,
     /// ORed, 0 while not computed in this phase (see [`TransformCache::variable_classes`]).
     var_classes: Vec<u32>,
+    /// [`TransformCache::set_classes`] by target set (0: not yet computed this phase).
+    set_classes: Vec<u32>,
     /// Where a step writes its output before it joins the arena (no buffer per step).
     step_out: Vec<u8>,
     /// (rule bit, position) pairs of the candidate list being built, kept for the next.
@@ -172,6 +174,7 @@ impl TransformCache {
         self.positional.clear();
         self.summaries.clear();
         self.var_classes.clear();
+        self.set_classes.clear();
         // An eighth more than the bound: a later phase that adds a few values (the response
         // headers) then fits, instead of growing every table once more.
         if values > self.table.row_capacity() {
@@ -215,6 +218,7 @@ impl TransformCache {
         self.positional.clear();
         self.hits.clear();
         self.var_classes.clear();
+        self.set_classes.clear();
     }
 
     /// A remembered operator result (see [`TransformCache::remember`]).
@@ -404,6 +408,31 @@ impl TransformCache {
             self.var_classes.resize(i + 1, 0);
         }
         self.var_classes[i] = classes;
+        classes
+    }
+
+    /// The classes of every value of the variables of `set`, ORed ([`Self::variable_classes`]
+    /// of each); `id` is its index in `Summaries::target_sets`. Once a phase per set: most
+    /// of CRS's attack rules read the same set.
+    pub(crate) fn set_classes(
+        &mut self,
+        data: &TxData,
+        id: u32,
+        set: VarSet,
+    ) -> features::Features {
+        let i = id as usize;
+        if let Some(&c) = self.set_classes.get(i).filter(|&&c| c != 0) {
+            return c;
+        }
+        let mut classes = features::KNOWN;
+        set.any(|v| {
+            classes |= self.variable_classes(data, v);
+            false
+        });
+        if self.set_classes.len() <= i {
+            self.set_classes.resize(i + 1, 0);
+        }
+        self.set_classes[i] = classes;
         classes
     }
 

@@ -70,6 +70,8 @@ pub(crate) struct TxState {
     request_body_over_limit: bool,
     response_body_over_limit: bool,
     scratch: rules::MatchScratch,
+    /// The [`crate::compile::plan::COLLECTIONS`] that hold a value in this phase.
+    nonempty: crate::compile::plan::VarSet,
     /// Where `setvar` expands names and values (see `effects`).
     text: pool::TextScratch,
     policy: crate::policy::TxPolicy,
@@ -162,6 +164,7 @@ impl TxState {
             request_body_over_limit: false,
             response_body_over_limit: false,
             scratch: recycled.scratch,
+            nonempty: Default::default(),
             text: recycled.text,
             policy,
             #[cfg(feature = "ml")]

@@ -15,6 +15,7 @@ use std::ops::Range;
 use crate::actions::{AllowScope, Disruptive};
 use crate::compile::{Rule, Step};
 use crate::eval::data::{Num, VarName};
+use crate::eval::plan::Planned;
 use crate::eval::TxState;
 use crate::limits::DEFAULT_MATCHED_DATA_LEN;
 use crate::operators::Captures;
@@ -99,13 +100,14 @@ impl TxState {
             _ => {}
         }
         self.cache.start_phase(self.data.keyed_values());
+        self.nonempty = self.data.nonempty_collections();
         self.data.phase = phase;
         let program = std::sync::Arc::clone(&self.program);
         let steps = &program.phases[usize::from(phase - 1)];
         let mut i = 0;
         let mut skip = 0u32;
         while i < steps.len() {
-            let Step::Rule(r) = steps[i] else {
+            let Step::Rule(r, plan) = &steps[i] else {
                 i += 1;
                 continue;
             };
@@ -114,18 +116,30 @@ impl TxState {
                 skip -= 1;
                 continue;
             }
-            let rule = &program.rules[r];
+            let rule = &program.rules[*r];
+            self.data.matched_vars.clear();
+            self.data.matched_buf.clear();
+            // The step's copy of the plan first: most rules end here, and the rule itself
+            // is not read (a ruled-out rule has no effect, removed or not).
+            let planned = !program.reference;
+            let quiet = match planned.then(|| self.plan_step(plan, rule)) {
+                Some(Planned::NoMatch) => continue,
+                Some(Planned::QuietMatch) => true,
+                Some(Planned::Unknown) | None => false,
+            };
             if self.is_removed(rule) {
                 continue;
             }
-            self.data.matched_vars.clear();
-            self.data.matched_buf.clear();
-            self.data.rule_id = rule.id;
-            if !self.eval_rule(rule, rule) {
-                continue;
-            }
-            if let Flow::Stop = self.on_chain_matched(rule, phase) {
-                break;
+            if quiet {
+                self.record_quiet_match(plan);
+            } else {
+                self.data.rule_id = rule.id;
+                if !self.eval_rule(rule, rule, planned) {
+                    continue;
+                }
+                if let Flow::Stop = self.on_chain_matched(rule, phase) {
+                    break;
+                }
             }
             if let Some((_, target)) = &rule.skip_after {
                 if *target == usize::MAX {
@@ -152,10 +166,10 @@ impl TxState {
     }
 
     /// Evaluates `rule` (the starter or a chained rule of `head`); true when it and its
-    /// chain matched.
-    fn eval_rule(&mut self, rule: &Rule, head: &Rule) -> bool {
+    /// chain matched. `ruled_in`: the plan already failed to rule `rule` out.
+    fn eval_rule(&mut self, rule: &Rule, head: &Rule, ruled_in: bool) -> bool {
         self.scratch.clear();
-        let matched = self.eval_rule_inner(rule, head);
+        let matched = self.eval_rule_inner(rule, head, ruled_in);
         if *self.data.match_limit_exceeded.get_mut() {
             *self.data.match_limit_exceeded.get_mut() = false;
             // A backtracking `@rx` gave up (operators/rx_backtrack.rs), as ModSecurity flags it.
@@ -164,14 +178,14 @@ impl TxState {
         matched
     }
 
-    fn eval_rule_inner(&mut self, rule: &Rule, head: &Rule) -> bool {
+    fn eval_rule_inner(&mut self, rule: &Rule, head: &Rule, ruled_in: bool) -> bool {
         match &rule.operator {
             None => self.scratch.matches.push(MatchRec {
                 name: 0..0,
                 value: 0..0,
                 captures: 0..0,
             }),
-            Some(_) if !self.program.reference && self.plan_decides(rule) => {
+            Some(_) if !self.program.reference && self.plan_decides(rule, ruled_in) => {
                 if self.scratch.matches.is_empty() {
                     return false;
                 }
@@ -410,7 +424,7 @@ impl TxState {
             }
         }
         match &rule.chain {
-            Some(child) => self.eval_rule(child, head),
+            Some(child) => self.eval_rule(child, head, false),
             None => true,
         }
     }

@@ -85,6 +85,16 @@ impl TxVars {
         e.live.then_some(e.value.as_slice())
     }
 
+    /// The value at `slot` of the names given to [`TxVars::prepare`] (`Some(None)`: not
+    /// set), or `None` when the table does not hold those slots (then read by name).
+    #[inline]
+    pub(crate) fn try_slot(&self, slot: u32) -> Option<Option<&[u8]>> {
+        match self.slots.as_ref() {
+            Some(names) if (slot as usize) < names.len() => Some(self.get_slot(slot)),
+            _ => None,
+        }
+    }
+
     /// The value of `name`, whose slot among the names given to [`TxVars::prepare`] is
     /// `slot` (`u32::MAX`: none): by index when the table holds its slots, else by name.
     /// The transaction prepares its table with its program's names, the only ones its

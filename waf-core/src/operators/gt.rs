@@ -27,6 +27,11 @@ impl Gt {
         })
     }
 
+    /// The argument, when it is a number written in the rule (no macro).
+    pub(crate) fn literal(&self) -> Option<i64> {
+        self.argument.literal()
+    }
+
     /// Compares `input` with the argument.
     pub(crate) fn evaluate(&self, input: &[u8], expander: &dyn MacroExpander) -> bool {
         parse_integer(input) > self.argument.value(expander)

@@ -32,7 +32,7 @@ mod ip_match_from_file;
 mod le;
 mod lt;
 mod no_match;
-mod numeric;
+pub(crate) mod numeric;
 mod pm;
 mod pm_from_file;
 mod rx;
@@ -196,6 +196,21 @@ pub(crate) enum Operator {
 }
 
 impl Operator {
+    /// For `@eq`, `@ge`, `@gt`, `@le` and `@lt` with a number written in the rule: the
+    /// comparison and the number, which is how the operator evaluates any value (both read
+    /// as [`numeric::parse_integer`] reads them).
+    pub(crate) fn literal_comparison(&self) -> Option<(numeric::Comparison, i64)> {
+        use numeric::Comparison as C;
+        match self {
+            Operator::Eq(op) => op.literal().map(|n| (C::Eq, n)),
+            Operator::Ge(op) => op.literal().map(|n| (C::Ge, n)),
+            Operator::Gt(op) => op.literal().map(|n| (C::Gt, n)),
+            Operator::Le(op) => op.literal().map(|n| (C::Le, n)),
+            Operator::Lt(op) => op.literal().map(|n| (C::Lt, n)),
+            _ => None,
+        }
+    }
+
     /// Compiles `@name argument`. `name` is given without `@`, in any case (`rx`,
     /// `pmFromFile`, `pmf`). `rules_dir` is the directory of the rule file, for
     /// `@pmFromFile` and `@ipMatchFromFile` relative paths. The error is a message without

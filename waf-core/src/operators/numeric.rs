@@ -34,6 +34,14 @@ impl NumberArgument {
         })
     }
 
+    /// The number, when no macro is involved.
+    pub(crate) fn literal(&self) -> Option<i64> {
+        match self {
+            NumberArgument::Literal(n) => Some(*n),
+            NumberArgument::Macro(_) => None,
+        }
+    }
+
     /// The argument's value for this call.
     pub(crate) fn value(&self, expander: &dyn MacroExpander) -> i64 {
         match self {
@@ -42,6 +50,35 @@ impl NumberArgument {
                 let expanded: Cow<'_, [u8]> = m.expand_lent(expander);
                 parse_integer(&expanded)
             }
+        }
+    }
+}
+
+/// One of the number comparisons, for callers that hold the argument themselves (the
+/// plan's `TX` tests, [`crate::compile::plan::TxCompare`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Comparison {
+    /// `@eq`.
+    Eq,
+    /// `@ge`.
+    Ge,
+    /// `@gt`.
+    Gt,
+    /// `@le`.
+    Le,
+    /// `@lt`.
+    Lt,
+}
+
+impl Comparison {
+    /// Whether `value` compares to `argument` as the operator asks.
+    pub(crate) fn holds(self, value: i64, argument: i64) -> bool {
+        match self {
+            Comparison::Eq => value == argument,
+            Comparison::Ge => value >= argument,
+            Comparison::Gt => value > argument,
+            Comparison::Le => value <= argument,
+            Comparison::Lt => value < argument,
         }
     }
 }

@@ -612,6 +612,17 @@ impl TxData {
         }
     }
 
+    /// The [`crate::compile::plan::COLLECTIONS`] that hold at least one value.
+    pub(crate) fn nonempty_collections(&self) -> crate::compile::plan::VarSet {
+        let mut set = crate::compile::plan::VarSet::default();
+        for v in crate::compile::plan::COLLECTIONS {
+            if self.collection_len(v) != 0 {
+                set.insert(v);
+            }
+        }
+        set
+    }
+
     /// The `pos`-th value [`TxData::visit`] yields for `variable` with no selector, with
     /// the same cache key, name and value. `pos` must be below [`TxData::indexed_len`].
     pub(crate) fn indexed(

@@ -5,6 +5,34 @@ use crate::actions::CollectionName;
 use crate::variables::Variable;
 
 impl TxData {
+    /// Records a match of `TX:key` (or, with no key, of the count `&TX:name`: 1 or 0) as
+    /// the rule loop records a match: appended to `MATCHED_VARS`, and made `MATCHED_VAR`
+    /// and `MATCHED_VAR_NAME`. The value is read from the `TX` table's `slot`.
+    pub(crate) fn record_tx_match(&mut self, key: Option<&[u8]>, slot: u32) {
+        let start = self.matched_buf.len();
+        VarName {
+            variable: Variable::Tx,
+            key,
+        }
+        .render(&mut self.matched_buf);
+        let mid = self.matched_buf.len();
+        let value = self.tx.get_slot(slot);
+        let value: &[u8] = match (key, value) {
+            (None, Some(_)) => b"1",
+            (None, None) => b"0",
+            (Some(_), v) => v.unwrap_or_default(),
+        };
+        self.matched_buf.extend_from_slice(value);
+        let end = self.matched_buf.len();
+        self.matched_vars.push((start..mid, mid..end));
+        self.matched_var_name.clear();
+        self.matched_var_name
+            .extend_from_slice(&self.matched_buf[start..mid]);
+        self.matched_var.clear();
+        self.matched_var
+            .extend_from_slice(&self.matched_buf[mid..end]);
+    }
+
     /// [`TxData::visit`] for this family.
     pub(super) fn visit_state(&self, e: Emit<'_>, f: &mut Visit<'_>) {
         use Variable as V;
