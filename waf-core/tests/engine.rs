@@ -167,12 +167,13 @@ fn skip_after_jumps_to_the_marker() {
     assert_eq!(get(&w, "/?skip=1&late=1").blocked(), Some(409));
 }
 
-/// Paranoia-gate-like rules (one `TX` name against a number, no effect but the flow) are
-/// decided and recorded by the plan without the value loop: their match must still set
-/// `MATCHED_VAR` and `MATCHED_VAR_NAME` (a later `SecAction` reads them), take `skipAfter`,
-/// and give way to `ctl:ruleRemoveById`.
+/// Rules that compare one `TX` name with a number (CRS's paranoia gates and setup rules)
+/// are decided and recorded by the plan without the value loop: their match must still set
+/// `MATCHED_VAR` and `MATCHED_VAR_NAME` (a later `SecAction` reads them), run their effects
+/// after that (`setvar` with macros), log with their message, take `skipAfter`, and give
+/// way to `ctl:ruleRemoveById`.
 #[test]
-fn quiet_tx_gates_record_their_match_and_take_their_flow() {
+fn planned_tx_tests_record_their_match_and_take_their_actions() {
     let w = waf(&format!(
         "{ON}SecAction \"id:1,phase:1,pass,nolog,setvar:tx.level=1\"\n\
          SecRule ARGS:off \"@eq 1\" \"id:2,phase:1,pass,nolog,ctl:ruleRemoveById=4\"\n\
@@ -185,20 +186,26 @@ fn quiet_tx_gates_record_their_match_and_take_their_flow() {
          SecAction \"id:8,phase:1,pass,log,msg:'%{{MATCHED_VAR_NAME}}=%{{MATCHED_VAR}}'\"\n\
          SecRule TX:unset \"@lt 1\" \"id:9,phase:1,pass,nolog,skipAfter:END-2\"\n\
          SecAction \"id:10,phase:1,pass,log,msg:'%{{MATCHED_VAR_NAME}}=%{{MATCHED_VAR}}'\"\n\
-         SecMarker END-2"
+         SecMarker END-2\n\
+         SecRule TX:level \"@ge 1\" \"id:11,phase:1,pass,log,msg:'level %{{MATCHED_VAR}}',setvar:'tx.seen=%{{MATCHED_VAR_NAME}}'\"\n\
+         SecRule TX:seen \"@streq TX:level\" \"id:12,phase:1,deny,status:402,chain\"\n\
+           SecRule ARGS:pay \"@eq 1\" \"t:none\""
     ));
     let o = get(&w, "/?a=b");
     // 3 does not match (1 < 1), 4 does and skips 5; 7 counts an unset name (0); 9 reads
     // an unset name, so it visits nothing and does not match.
     assert_eq!(o.blocked(), None);
-    assert_eq!(o.ids(), vec![6, 8, 10]);
+    assert_eq!(o.ids(), vec![6, 8, 10, 11]);
     let msgs: Vec<_> = o
         .report
         .matched_rules
         .iter()
         .map(|r| r.message.clone().unwrap_or_default())
         .collect();
-    assert_eq!(msgs, ["TX:level=1", "TX=0", "TX=0"]);
+    assert_eq!(msgs, ["TX:level=1", "TX=0", "TX=0", "level 1"]);
+    assert_eq!(o.report.matched_rules[3].matched_var_name, "TX:level");
+    // 11's setvar saw its own match.
+    assert_eq!(get(&w, "/?pay=1").blocked(), Some(402));
     // With 4 removed for this transaction, nothing skips 5.
     assert_eq!(get(&w, "/?off=1").blocked(), Some(401));
 }

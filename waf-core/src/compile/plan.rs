@@ -25,10 +25,10 @@
 //!    up and running the operator once; only a match goes on to the general path, which
 //!    records it. The name is resolved at load to a slot of the transaction's `TX` table
 //!    ([`RulePlan::tx_slot`], `eval::vars`), so the look-up is an index, not a hash. When
-//!    the operator compares with a number written in the rule ([`TxCompare`]) and a match
-//!    has no effect but `MATCHED_VAR*` and the flow actions ([`RulePlan::quiet`], every
-//!    CRS gate), the rule loop runs the comparison, records the match and takes the
-//!    `skipAfter` itself, without the general path.
+//!    the operator compares with a number written in the rule ([`TxCompare`]) and the
+//!    rule has no chain (every CRS gate and setup rule), the rule loop runs the
+//!    comparison from the phase step, and on a match records it and runs the rule's
+//!    effects and actions itself, without the general path.
 //!
 //! 4. **Class summaries.** A rule whose operator has a byte-class gate
 //!    ([`crate::operators::rx_classes`]) cannot match a variable none of whose values holds
@@ -50,8 +50,8 @@
 //! byte classes of a set once for all the rules that share it.
 //!
 //! None of these changes a result: a skipped rule is one whose value loop would have found no
-//! match, a rule without a match has no effect, and a quiet match is recorded as the value
-//! loop records it. `tests/plan` checks this against the
+//! match, a rule without a match has no effect, and a match the loop takes from the plan is
+//! recorded as the value loop records it. `tests/plan` checks this against the
 //! straightforward evaluation on every CRS test request and the development corpus.
 //!
 //! Worked example (CRS 942100 on `GET /?id=5`): its group is the `t:urlDecodeUni` chain;
@@ -65,7 +65,6 @@
 use std::collections::HashMap;
 
 use super::Rule;
-use crate::actions::Disruptive;
 use crate::operators::numeric::{parse_integer, Comparison};
 use crate::variables::{Selector, Variable};
 
@@ -107,11 +106,9 @@ pub(crate) struct RulePlan {
     /// For a `tx_test` rule whose operator compares with a number written in the rule
     /// (`@lt 2`, CRS's paranoia gates): the comparison, run without the rule.
     pub(crate) tx_compare: Option<TxCompare>,
-    /// A match of the rule does nothing but set `MATCHED_VAR*` and take its flow actions
-    /// (`skipAfter`, `skip`): no chain, effect, log, severity or disruptive action other
-    /// than `pass` (CRS's paranoia gates). With `tx_compare`, the rule loop records such a
-    /// match itself.
-    pub(crate) quiet: bool,
+    /// The rule has no chained rule, so with `tx_compare` the rule loop can take its
+    /// match as the whole chain's: record it and run its effects and actions itself.
+    pub(crate) chainless: bool,
     /// The operator's byte-class gate ([`crate::compile::RuleOperator::required_classes`])
     /// when the rule can be ruled out by it as a whole: not negated, and every target a
     /// [`keyed`] variable read whole or by key (no count). 0 otherwise.
@@ -305,11 +302,7 @@ pub(crate) fn build(rules: &mut [Rule]) -> Summaries {
                     }),
                 _ => None,
             };
-            rule.plan.quiet = rule.chain.is_none()
-                && rule.effects.is_empty()
-                && !rule.log
-                && rule.meta.severity.is_none()
-                && matches!(rule.disruptive, Disruptive::Pass | Disruptive::Block);
+            rule.plan.chainless = rule.chain.is_none();
             rule.plan.prefilter = rule.prefilter;
             let mut set = VarSet::default();
             for t in &rule.targets {

@@ -12,9 +12,9 @@ use crate::variables::{Selector, Variable};
 pub(super) enum Planned {
     /// It cannot match.
     NoMatch,
-    /// It matches, and the match has no effect but `MATCHED_VAR*` and the flow actions
-    /// ([`RulePlan::quiet`]): record it with [`TxState::record_quiet_match`].
-    QuietMatch,
+    /// It matches, and it has no chained rule ([`RulePlan::chainless`]): record the
+    /// match with [`TxState::record_planned_match`], then run its effects and actions.
+    Match,
     /// The rule must be evaluated.
     Unknown,
 }
@@ -85,9 +85,9 @@ impl TxState {
     pub(super) fn plan_step(&mut self, plan: &RulePlan, rule: &Rule) -> Planned {
         if let Some(test) = plan.tx_compare.filter(|_| self.tx_untouched()) {
             if let Some(value) = self.data.tx.try_slot(plan.tx_slot) {
-                return match (test.matches(value), plan.quiet) {
+                return match (test.matches(value), plan.chainless) {
                     (false, _) => Planned::NoMatch,
-                    (true, true) => Planned::QuietMatch,
+                    (true, true) => Planned::Match,
                     (true, false) => Planned::Unknown,
                 };
             }
@@ -99,10 +99,10 @@ impl TxState {
         }
     }
 
-    /// Records the match of a [`Planned::QuietMatch`] as the value loop would have: in
+    /// Records the match of a [`Planned::Match`] as the value loop would have: in
     /// `MATCHED_VARS`, `MATCHED_VAR` and `MATCHED_VAR_NAME`, under `TX:name` (`TX` for a
     /// count, whose value is 1 or 0).
-    pub(super) fn record_quiet_match(&mut self, plan: &RulePlan) {
+    pub(super) fn record_planned_match(&mut self, plan: &RulePlan) {
         let Some(test) = plan.tx_compare else { return };
         let key = match test.count {
             true => None,

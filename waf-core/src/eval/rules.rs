@@ -122,24 +122,26 @@ impl TxState {
             // The step's copy of the plan first: most rules end here, and the rule itself
             // is not read (a ruled-out rule has no effect, removed or not).
             let planned = !program.reference;
-            let quiet = match planned.then(|| self.plan_step(plan, rule)) {
+            let decided = match planned.then(|| self.plan_step(plan, rule)) {
                 Some(Planned::NoMatch) => continue,
-                Some(Planned::QuietMatch) => true,
+                Some(Planned::Match) => true,
                 Some(Planned::Unknown) | None => false,
             };
             if self.is_removed(rule) {
                 continue;
             }
-            if quiet {
-                self.record_quiet_match(plan);
-            } else {
-                self.data.rule_id = rule.id;
-                if !self.eval_rule(rule, rule, planned) {
-                    continue;
+            self.data.rule_id = rule.id;
+            if decided {
+                // As the general path does with a chain starter's one match.
+                self.record_planned_match(plan);
+                for effect in &rule.effects {
+                    self.apply_effect(effect);
                 }
-                if let Flow::Stop = self.on_chain_matched(rule, phase) {
-                    break;
-                }
+            } else if !self.eval_rule(rule, rule, planned) {
+                continue;
+            }
+            if let Flow::Stop = self.on_chain_matched(rule, phase) {
+                break;
             }
             if let Some((_, target)) = &rule.skip_after {
                 if *target == usize::MAX {
