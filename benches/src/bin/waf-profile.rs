@@ -9,6 +9,13 @@
 //! `waf-profile [REQUEST] [N] [PL] [ours|modsec]`, e.g. `waf-profile get_simple 200 1`;
 //! REQUEST is a name from [`waf_bench::requests`]; `modsec` runs libmodsecurity instead,
 //! for instruction counts that machine load does not skew. See `benches/PROFILE.md` for the command lines.
+//!
+//! `WAF_PROFILE_EVICT_KB=N` writes N KB of other memory before each transaction, so that it
+//! starts with cold caches as in a server that did other work in between (a proxy serving
+//! other connections); with `valgrind --tool=callgrind --cache-sim=yes
+//! --toggle-collect='*run_ours*'` the last-level misses per transaction count the memory a
+//! transaction touches, and the wall time it prints (transactions only) shows what that
+//! costs on this machine.
 use std::hint::black_box;
 
 fn main() {
@@ -44,6 +51,11 @@ fn main() {
         .find(|r| r.name == name)
         .unwrap_or_else(|| panic!("no request named {name}"));
     let conn = waf_bench::connection();
+    let evict_kb: usize = std::env::var("WAF_PROFILE_EVICT_KB")
+        .ok()
+        .map(|s| s.parse().expect("WAF_PROFILE_EVICT_KB is a number of KB"))
+        .unwrap_or(0);
+    let mut other = vec![0u8; evict_kb * 1024];
     let blocked = match engine.as_str() {
         "ours" => {
             let waf = waf_bench::build_waf(pl);
@@ -51,9 +63,24 @@ fn main() {
             // lazily built state are made there, so `--toggle-collect='*measured*'` counts
             // steady-state cost.
             waf_bench::run_ours(&waf, &conn, &req);
-            measured(n, || {
-                waf_bench::run_ours(black_box(&waf), &conn, black_box(&req))
-            })
+            let mut in_transactions = std::time::Duration::ZERO;
+            let blocked = measured(n, || {
+                for line in other.chunks_mut(64) {
+                    line[0] = line[0].wrapping_add(1);
+                }
+                black_box(&other);
+                let start = std::time::Instant::now();
+                let blocked = waf_bench::run_ours(black_box(&waf), &conn, black_box(&req));
+                in_transactions += start.elapsed();
+                blocked
+            });
+            if evict_kb > 0 {
+                println!(
+                    "{:?} per transaction, {evict_kb} KB written before each",
+                    in_transactions / n.max(1) as u32
+                );
+            }
+            blocked
         }
         "modsec" => {
             let modsec = waf_bench::modsec::ModSecurity::new(&waf_bench::config(pl))
