@@ -400,6 +400,6 @@ fn owned_if(input: &[u8], into: fn(&[u8], &mut Vec<u8>) -> bool) -> Cow<'_, [u8]
 }
 
 /// C's `isspace` in the "C" locale: space, `\t`, `\n`, `\v`, `\f`, `\r`.
-fn is_c_space(b: u8) -> bool {
+const fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
