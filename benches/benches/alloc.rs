@@ -89,17 +89,14 @@ fn main() {
             let allocs = ALLOCS.load(Relaxed) - a0;
             let bytes = BYTES.load(Relaxed) - b0;
             let peak = PEAK.load(Relaxed) - live0;
-            // The same transaction while others hold every recycled set of the thread's
-            // pool shard: it starts from empty containers, so its peak includes every table
-            // it fills, also those a server keeps between requests.
-            let holders: Vec<_> = (0..=waf_core::limits::TABLE_POOL_PER_SHARD)
-                .map(|_| waf.transaction(&conn, std::time::SystemTime::UNIX_EPOCH))
-                .collect();
+            // The same transaction with the pool's recycled sets dropped: it starts from
+            // empty containers, so its peak includes every table it fills, also those a
+            // server keeps between requests.
+            waf.internal_empty_table_pool();
             let live1 = LIVE.load(Relaxed);
             PEAK.store(live1, Relaxed);
             std::hint::black_box(waf_bench::run_ours(&waf, &conn, &req));
             let peak_empty = PEAK.load(Relaxed) - live1;
-            drop(holders);
             println!(
                 "| {} ({} B body) | {pl} | {allocs} | {bytes} | {peak} | {peak_empty} |",
                 req.name,

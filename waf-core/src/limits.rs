@@ -143,14 +143,18 @@ pub const DEFAULT_MULTIPART_PART_HEADERS: usize = 32;
 /// of two above the number of workers a host usually runs.
 pub const TABLE_POOL_SHARDS: usize = 16;
 
-/// Table sets kept per pool free list; more transactions in flight on one thread than this
-/// allocate their own and free them when they end. A proxy worker with 64 connections has
-/// up to 64 transactions in flight: with 8 kept, most of them started from empty tables
-/// (allocations, and memory no cache held), and a CRS GET cost 54-56 µs of gateway CPU
-/// instead of 37-42 µs (`benches/PROFILE.md`, fourteenth session). Bounds the pool's
-/// memory at shards x this x one transaction's tables (about 40 KB for a GET, 250 KB for a
-/// 10 KB JSON body at CRS PL1, and at most what `clear_for_reuse` lets a set keep).
-pub const TABLE_POOL_PER_SHARD: usize = 64;
+/// Table sets a pool free list keeps at least; it keeps more when its thread has had more
+/// transactions in flight at once (up to [`TABLE_POOL_MAX_PER_SHARD`]), since a set the list
+/// has no room for is one the next transaction builds again from empty tables
+/// (`eval::pool`).
+pub const TABLE_POOL_PER_SHARD: usize = 8;
+
+/// Table sets a pool free list keeps at most, however many transactions its thread has had
+/// in flight. Bounds the pool's memory at shards x this x one transaction's tables (about
+/// 40 KB for a GET, 250 KB for a 10 KB JSON body at CRS PL1, and at most what
+/// `clear_for_reuse` lets a set keep); below it, the pool never keeps more sets than were
+/// in use at once.
+pub const TABLE_POOL_MAX_PER_SHARD: usize = 1024;
 
 /// Shards of the persistent-collection store (`IP`, `GLOBAL`, ...), each with its own lock;
 /// a power of two well above the number of workers a host runs.

@@ -16,6 +16,14 @@
 //! transaction takes and returns its tables on its own shard, and when that shard is busy
 //! (a transaction that moved to another thread, or more threads than shards) it simply
 //! allocates or drops instead of waiting.
+//!
+//! A shard keeps as many sets as its thread has had transactions in flight at once (at
+//! least [`crate::limits::TABLE_POOL_PER_SHARD`], at most
+//! [`crate::limits::TABLE_POOL_MAX_PER_SHARD`]): a proxy worker holds one transaction per
+//! connection waiting on its upstream, and a set that is dropped because the list is full
+//! is one the next transaction builds again from empty tables, on memory no cache holds
+//! (`benches/PROFILE.md`, fourteenth session: 8 kept at 64 connections cost a CRS GET 54-56
+//! µs of gateway CPU, 64 kept 37-42 µs). What it keeps is never more than that peak needed.
 
 use std::sync::Mutex;
 
@@ -55,7 +63,19 @@ impl TextScratch {
 /// The free sets of one [`crate::Waf`].
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
-    shards: [Mutex<Vec<Recycled>>; crate::limits::TABLE_POOL_SHARDS],
+    shards: [Mutex<Shard>; crate::limits::TABLE_POOL_SHARDS],
+}
+
+/// One thread's free list.
+#[derive(Debug, Default)]
+struct Shard {
+    free: Vec<Recycled>,
+    /// Sets taken from this shard and not yet put back (a guess: a transaction that moved
+    /// to another thread is put back there, and one that found the shard busy is not
+    /// counted).
+    lent: usize,
+    /// The most `lent` has been: how many sets the free list may keep.
+    peak: usize,
 }
 
 thread_local! {
@@ -76,8 +96,21 @@ impl Pool {
         let recycled = self.shards[shard_index()]
             .try_lock()
             .ok()
-            .and_then(|mut free| free.pop());
+            .and_then(|mut shard| {
+                shard.lent += 1;
+                shard.peak = shard.peak.max(shard.lent);
+                shard.free.pop()
+            });
         recycled.unwrap_or_default()
+    }
+
+    /// Drops every kept set (see [`crate::Waf::internal_empty_table_pool`]).
+    pub(crate) fn empty(&self) {
+        for shard in &self.shards {
+            if let Ok(mut shard) = shard.lock() {
+                shard.free.clear();
+            }
+        }
     }
 
     /// Clears `recycled` and keeps it, unless the shard is full or busy, or it grew large.
@@ -93,9 +126,14 @@ impl Pool {
         {
             return;
         }
-        if let Ok(mut free) = self.shards[shard_index()].try_lock() {
-            if free.len() < crate::limits::TABLE_POOL_PER_SHARD {
-                free.push(recycled);
+        if let Ok(mut shard) = self.shards[shard_index()].try_lock() {
+            shard.lent = shard.lent.saturating_sub(1);
+            let keep = shard.peak.clamp(
+                crate::limits::TABLE_POOL_PER_SHARD,
+                crate::limits::TABLE_POOL_MAX_PER_SHARD,
+            );
+            if shard.free.len() < keep {
+                shard.free.push(recycled);
             }
         }
     }
@@ -116,6 +154,41 @@ mod tests {
         let back = pool.take();
         assert_eq!(back.data.tx.get(b"a"), None, "returned tables are cleared");
         assert!(back.data.method.is_empty() && back.text.value.is_empty());
-        assert!(pool.shards.iter().all(|s| s.lock().unwrap().is_empty()));
+        assert!(pool
+            .shards
+            .iter()
+            .all(|s| s.lock().unwrap().free.is_empty()));
+    }
+
+    /// A thread that had more transactions in flight than the floor keeps a set for each,
+    /// up to the ceiling; one that had few keeps the floor.
+    #[test]
+    fn a_shard_keeps_what_its_peak_in_flight_needed() {
+        use crate::limits::{TABLE_POOL_MAX_PER_SHARD, TABLE_POOL_PER_SHARD};
+        let kept = |in_flight: usize| {
+            let pool = Pool::default();
+            let sets: Vec<Recycled> = (0..in_flight).map(|_| pool.take()).collect();
+            for set in sets {
+                pool.put(set);
+            }
+            pool.shards
+                .iter()
+                .map(|s| s.lock().unwrap().free.len())
+                .sum::<usize>()
+        };
+        assert_eq!(kept(3), 3);
+        assert_eq!(kept(TABLE_POOL_PER_SHARD + 40), TABLE_POOL_PER_SHARD + 40);
+        assert_eq!(kept(TABLE_POOL_MAX_PER_SHARD + 5), TABLE_POOL_MAX_PER_SHARD);
+        // The floor holds when sets come back from elsewhere uncounted.
+        let pool = Pool::default();
+        for _ in 0..TABLE_POOL_PER_SHARD + 5 {
+            pool.put(Recycled::default());
+        }
+        let n: usize = pool
+            .shards
+            .iter()
+            .map(|s| s.lock().unwrap().free.len())
+            .sum();
+        assert_eq!(n, TABLE_POOL_PER_SHARD);
     }
 }
