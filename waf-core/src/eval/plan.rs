@@ -28,10 +28,6 @@ impl TxState {
     /// of the plan and it did not rule the rule out; only a `TX` test's match is left to
     /// record.
     pub(super) fn plan_decides(&mut self, rule: &Rule, ruled_in: bool) -> bool {
-        // A target removed at run time (`ctl:ruleRemoveTarget*`) could be this rule's
-        // `TX:name` only if it names `TX`: CRS removes `REQUEST_FILENAME` from its XSS
-        // rules on nearly every request (941010), and that must not send every paranoia
-        // gate of the phases after it to the value loop.
         if rule.plan.tx_test && self.tx_untouched() {
             if let (Some(op), [target]) = (&rule.operator, rule.targets.as_slice()) {
                 if let Selector::Key(key) = &target.selector {
@@ -69,9 +65,10 @@ impl TxState {
     }
 
     /// Whether no `ctl:ruleRemoveTarget*` of this transaction names `TX`, so that a planned
-    /// `TX` test reads its one name. (CRS removes `REQUEST_FILENAME` from its XSS rules on
-    /// nearly every request, 941010, and that must not send every paranoia gate of the
-    /// phases after it to the value loop.)
+    /// `TX` test reads its one name: a removed target could be the rule's `TX:name` only if
+    /// it names `TX`. (CRS removes `REQUEST_FILENAME` from its XSS rules on nearly every
+    /// request, 941010, and that must not send every paranoia gate of the phases after it
+    /// to the value loop.)
     fn tx_untouched(&self) -> bool {
         self.removed_targets
             .iter()
