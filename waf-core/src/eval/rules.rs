@@ -404,13 +404,7 @@ impl TxState {
                 let start = data.matched_buf.len();
                 data.matched_buf.extend_from_slice(name);
                 data.matched_buf.extend_from_slice(value);
-                let mid = start + name.len();
-                data.matched_vars
-                    .push((start..mid, mid..data.matched_buf.len()));
-                data.matched_var_name.clear();
-                data.matched_var_name.extend_from_slice(name);
-                data.matched_var.clear();
-                data.matched_var.extend_from_slice(value);
+                data.note_match(start, start + name.len());
             }
             for (n, r) in scratch.captures[m.captures.clone()]
                 .iter()

@@ -23,6 +23,15 @@ impl TxData {
             (Some(_), v) => v.unwrap_or_default(),
         };
         self.matched_buf.extend_from_slice(value);
+        self.note_match(start, mid);
+    }
+
+    /// Records the match whose name is `matched_buf[start..mid]` and whose value is the
+    /// rest of the buffer: appended to `MATCHED_VARS`, and made `MATCHED_VAR` and
+    /// `MATCHED_VAR_NAME`. The one place both the rule loop's matches and the plan's
+    /// ([`TxData::record_tx_match`]) are recorded.
+    #[inline]
+    pub(crate) fn note_match(&mut self, start: usize, mid: usize) {
         let end = self.matched_buf.len();
         self.matched_vars.push((start..mid, mid..end));
         self.matched_var_name.clear();
