@@ -117,8 +117,7 @@ impl TxState {
                 continue;
             }
             let rule = &program.rules[*r];
-            self.data.matched_vars.clear();
-            self.data.matched_buf.clear();
+            self.data.start_rule();
             // The step's copy of the plan first: most rules end here, and the rule itself
             // is not read (a ruled-out rule has no effect, removed or not).
             let planned = !program.reference;
@@ -446,7 +445,8 @@ impl TxState {
             .as_ref()
             .map(|m| String::from_utf8_lossy(&m.expand(&self.data)).into_owned());
         let disruptive = !matches!(rule.disruptive, Disruptive::Pass);
-        let matched_data_end = self.data.matched_var.len().min(DEFAULT_MATCHED_DATA_LEN);
+        let matched_var = self.data.matched_var();
+        let matched_data_end = matched_var.len().min(DEFAULT_MATCHED_DATA_LEN);
         self.matched.push(MatchedRule {
             id: rule.id,
             phase,
@@ -454,9 +454,8 @@ impl TxState {
             data,
             tags: rule.meta.tags.clone(),
             severity: rule.meta.severity,
-            matched_var_name: String::from_utf8_lossy(&self.data.matched_var_name).into_owned(),
-            matched_data: String::from_utf8_lossy(&self.data.matched_var[..matched_data_end])
-                .into_owned(),
+            matched_var_name: String::from_utf8_lossy(self.data.matched_var_name()).into_owned(),
+            matched_data: String::from_utf8_lossy(&matched_var[..matched_data_end]).into_owned(),
             log: rule.log,
             disruptive,
             file: rule.span.file.to_string(),

@@ -208,13 +208,17 @@ pub(crate) struct TxData {
     /// `ENV`, keys lower-cased.
     pub(crate) env: HashMap<Vec<u8>, Vec<u8>, FastState>,
 
-    pub(crate) matched_var: Vec<u8>,
-    pub(crate) matched_var_name: Vec<u8>,
     /// `MATCHED_VARS` of the current rule: (name, value) ranges into `matched_buf`; the
     /// name is the variable name (`ARGS:foo`). Flat, so a match allocates nothing once the
     /// buffers have grown.
     pub(crate) matched_vars: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
     pub(crate) matched_buf: Vec<u8>,
+    /// `MATCHED_VAR_NAME` and `MATCHED_VAR`, the last match of any rule: ranges into
+    /// `matched_buf` while the rule that made it runs, into `last_buf` after (see
+    /// [`TxData::start_rule`]), so a match is written once, not copied twice more.
+    pub(crate) last_match: LastMatch,
+    /// The `matched_buf` of the last rule that matched, for [`TxData::last_match`].
+    pub(crate) last_buf: Vec<u8>,
     pub(crate) highest_severity: u8,
     pub(crate) rule_id: u64,
     pub(crate) duration_micros: u64,
@@ -240,6 +244,15 @@ impl VarName<'_> {
             out.extend_from_slice(k);
         }
     }
+}
+
+/// Where `MATCHED_VAR_NAME` and `MATCHED_VAR` are (see [`TxData::last_match`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LastMatch {
+    /// In `matched_buf` (the current rule's), else in `last_buf`.
+    pub(crate) current: bool,
+    pub(crate) name: std::ops::Range<usize>,
+    pub(crate) value: std::ops::Range<usize>,
 }
 
 /// Formats a number into a small stack buffer.
@@ -767,8 +780,7 @@ mod tests {
         // A matched header, as `MATCHED_VARS` holds it.
         d.matched_buf
             .extend_from_slice(b"REQUEST_HEADERS:Hostexample.com");
-        d.matched_vars.push((0..20, 20..31));
-        d.matched_var.extend_from_slice(b"example.com");
+        d.note_match(0, 20);
         d.tx.set(b"a", b"1");
         for phase in 1..=5 {
             d.phase = phase;

@@ -91,8 +91,8 @@ impl TxData {
             mut tx,
             collections: _,
             env: _,
-            matched_var,
-            matched_var_name,
+            last_match: _,
+            last_buf,
             matched_vars,
             matched_buf,
             highest_severity: _,
@@ -169,8 +169,7 @@ impl TxData {
             response_content_type: cleared(response_content_type),
             response_content_length: cleared(response_content_length),
             tx,
-            matched_var: cleared(matched_var),
-            matched_var_name: cleared(matched_var_name),
+            last_buf: cleared(last_buf),
             matched_vars: cleared(matched_vars),
             matched_buf: cleared(matched_buf),
             web_app_id: cleared(web_app_id),
@@ -243,7 +242,9 @@ mod tests {
         let p = d.pair(b"b", b"c");
         d.args_get.push(p);
         d.tx.set(b"anomaly_score", b"5");
-        d.matched_var.extend_from_slice(b"x");
+        d.matched_buf.extend_from_slice(b"Ax");
+        d.note_match(0, 1);
+        d.start_rule();
         d.response_status.extend_from_slice(b"200");
         d.request_body.extend_from_slice(b"body");
         d.phase = 2;

@@ -1,6 +1,6 @@
 //! What rules themselves set or produced: `TX`, `ENV`, persistent collections, matched variables, the current rule, severity and duration.
 
-use super::{visit_named, Emit, Num, TxData, VarName, Visit};
+use super::{visit_named, Emit, LastMatch, Num, TxData, VarName, Visit};
 use crate::actions::CollectionName;
 use crate::variables::Variable;
 
@@ -34,12 +34,42 @@ impl TxData {
     pub(crate) fn note_match(&mut self, start: usize, mid: usize) {
         let end = self.matched_buf.len();
         self.matched_vars.push((start..mid, mid..end));
-        self.matched_var_name.clear();
-        self.matched_var_name
-            .extend_from_slice(&self.matched_buf[start..mid]);
-        self.matched_var.clear();
-        self.matched_var
-            .extend_from_slice(&self.matched_buf[mid..end]);
+        self.last_match = LastMatch {
+            current: true,
+            name: start..mid,
+            value: mid..end,
+        };
+    }
+
+    /// Empties `MATCHED_VARS` for the next rule. `MATCHED_VAR` and `MATCHED_VAR_NAME`
+    /// outlive the rule: when the rule that ends matched, its buffer becomes `last_buf`
+    /// (a swap, not a copy) and the last one is reused.
+    #[inline]
+    pub(crate) fn start_rule(&mut self) {
+        if self.last_match.current {
+            std::mem::swap(&mut self.matched_buf, &mut self.last_buf);
+            self.last_match.current = false;
+        }
+        self.matched_buf.clear();
+        self.matched_vars.clear();
+    }
+
+    /// `MATCHED_VAR`: the value of the last match of any rule.
+    pub(crate) fn matched_var(&self) -> &[u8] {
+        self.last_match_part(&self.last_match.value)
+    }
+
+    /// `MATCHED_VAR_NAME`: the variable name of the last match of any rule.
+    pub(crate) fn matched_var_name(&self) -> &[u8] {
+        self.last_match_part(&self.last_match.name)
+    }
+
+    fn last_match_part(&self, range: &std::ops::Range<usize>) -> &[u8] {
+        let buf = match self.last_match.current {
+            true => &self.matched_buf,
+            false => &self.last_buf,
+        };
+        buf.get(range.clone()).unwrap_or_default()
     }
 
     /// [`TxData::visit`] for this family.
@@ -121,7 +151,7 @@ impl TxData {
                     variable,
                     key: None,
                 },
-                &self.matched_var,
+                self.matched_var(),
             ),
             V::MatchedVarName => f(
                 None,
@@ -129,7 +159,7 @@ impl TxData {
                     variable,
                     key: None,
                 },
-                &self.matched_var_name,
+                self.matched_var_name(),
             ),
             V::Rule if selector.matches(b"id") => f(
                 None,
