@@ -16,6 +16,9 @@
 //! --toggle-collect='*run_ours*'` the last-level misses per transaction count the memory a
 //! transaction touches, and the wall time it prints (transactions only) shows what that
 //! costs on this machine.
+//!
+//! `WAF_PROFILE_EXTRA='SecRuleRemoveById 920450'` appends SecLang to the configuration
+//! (`ours` only): the instructions a rule costs are the difference with it removed.
 use std::hint::black_box;
 
 fn main() {
@@ -58,7 +61,17 @@ fn main() {
     let mut other = vec![0u8; evict_kb * 1024];
     let blocked = match engine.as_str() {
         "ours" => {
-            let waf = waf_bench::build_waf(pl);
+            let waf = match std::env::var("WAF_PROFILE_EXTRA") {
+                Ok(extra) => waf_core::Waf::builder()
+                    .seclang(
+                        format!("crs-pl{pl}+extra"),
+                        format!("{}\n{extra}\n", waf_bench::config(pl)),
+                    )
+                    .scan_backend(waf_bench::scan_backend())
+                    .build()
+                    .unwrap_or_else(|e| panic!("WAF_PROFILE_EXTRA does not load: {e}")),
+                Err(_) => waf_bench::build_waf(pl),
+            };
             // One warm-up transaction outside `measured`: the regex caches and other
             // lazily built state are made there, so `--toggle-collect='*measured*'` counts
             // steady-state cost.

@@ -56,6 +56,19 @@ impl LiteralAutomaton {
         }
     }
 
+    /// Calls `found` with every literal that starts at `at` in `haystack` (and maybe with
+    /// some that start after `at`: a match state also holds the literals that end where
+    /// its own do); with an NFA, a walk of its trie without failure transitions.
+    #[inline]
+    pub(crate) fn for_each_at(&self, haystack: &[u8], at: usize, found: impl FnMut(u32)) {
+        let rest = haystack.get(at..).unwrap_or_default();
+        match self {
+            // Built for unanchored searches only: every literal in the rest, a superset.
+            LiteralAutomaton::Dfa(a) => scan(a, rest, found),
+            LiteralAutomaton::Nfa(a) => scan_anchored(a, rest, found),
+        }
+    }
+
     /// The heap bytes the automaton holds.
     #[cfg(test)]
     pub(crate) fn memory_usage(&self) -> usize {
@@ -103,6 +116,26 @@ fn scan<A: Automaton>(aut: &A, haystack: &[u8], mut found: impl FnMut(u32)) {
             }
         }
         at += 1;
+    }
+}
+
+/// The anchored search of [`LiteralAutomaton::for_each_at`]: every pattern of every match
+/// state met until the automaton has no transition for the next byte.
+#[inline(always)]
+fn scan_anchored<A: Automaton>(aut: &A, haystack: &[u8], mut found: impl FnMut(u32)) {
+    let Ok(mut sid) = aut.start_state(Anchored::Yes) else {
+        return; // A contiguous NFA always has an anchored start state.
+    };
+    for &b in haystack {
+        sid = aut.next_state(Anchored::Yes, sid, b);
+        if aut.is_special(sid) {
+            if aut.is_dead(sid) {
+                return;
+            }
+            if aut.is_match(sid) {
+                report(aut, sid, &mut found);
+            }
+        }
     }
 }
 
