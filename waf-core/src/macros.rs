@@ -101,6 +101,17 @@ impl MacroString {
         Ok(MacroString { parts })
     }
 
+    /// Whether every variable the string's macros read is one `reads` accepts (true for a
+    /// literal).
+    pub(crate) fn reads_only(&self, reads: impl Fn(Variable) -> bool) -> bool {
+        self.parts.iter().all(|p| match p {
+            MacroPart::Literal(_) => true,
+            MacroPart::Variable { variable, .. } | MacroPart::Matching { variable, .. } => {
+                reads(*variable)
+            }
+        })
+    }
+
     /// The text when the string has no macro.
     pub(crate) fn as_literal(&self) -> Option<&[u8]> {
         match self.parts.as_slice() {

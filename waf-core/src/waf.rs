@@ -487,13 +487,20 @@ impl WafBuilder {
                     .to_string(),
             });
         }
-        Ok(Waf {
+        let mut waf = Waf {
             program: Arc::new(program),
             runtime: Arc::new(Runtime::default()),
             policy: Arc::new(policy),
             #[cfg(feature = "ml")]
             ml: self.ml,
-        })
+        };
+        if !self.reference {
+            let fold = crate::eval::fold_setup(&waf);
+            if let Some(program) = Arc::get_mut(&mut waf.program) {
+                program.fold = fold;
+            }
+        }
+        Ok(waf)
     }
 }
 

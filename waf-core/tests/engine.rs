@@ -675,3 +675,54 @@ fn recycled_transactions_start_empty() {
         assert_eq!(again.ids(), vec![1, 2, 3, 4, 5]);
     }
 }
+
+#[test]
+fn the_phase_one_setup_is_folded_only_where_it_gives_the_same_answer() {
+    // 10-13 read only TX and set only TX: evaluated once when the Waf is built. 14 skips
+    // (it ends the fold), 1 and 2 come before it and read the request.
+    let rules = format!(
+        "{ON}SecRule REQUEST_HEADERS:X-Level \"@rx ^([0-9])$\" \"id:1,phase:1,pass,nolog,capture,setvar:tx.level=%{{TX.1}}\"\n\
+         SecRule ARGS:off \"@eq 1\" \"id:2,phase:1,pass,nolog,ctl:ruleRemoveById=12\"\n\
+         SecAction \"id:10,phase:1,pass,nolog,setvar:tx.setup=1\"\n\
+         SecRule &TX:level \"@eq 0\" \"id:11,phase:1,pass,nolog,setvar:tx.level=1\"\n\
+         SecRule &TX:limit \"@eq 0\" \"id:12,phase:1,pass,nolog,setvar:'tx.limit=%{{tx.level}}2'\"\n\
+         SecRule &TX:setup \"@eq 0\" \"id:13,phase:1,deny,status:500,log,msg:'no setup'\"\n\
+         SecRule TX:level \"@lt 2\" \"id:14,phase:1,pass,nolog,skipAfter:END\"\n\
+         SecRule ARGS:a \"@streq x\" \"id:15,phase:1,deny,status:401\"\n\
+         SecMarker END\n\
+         SecAction \"id:20,phase:1,pass,log,msg:'%{{MATCHED_VAR_NAME}}=%{{MATCHED_VAR}} level=%{{TX.level}} limit=%{{TX.limit}}'\""
+    );
+    let folded = waf(&rules);
+    let reference = Waf::builder()
+        .seclang("test.conf", &rules)
+        .internal_reference_evaluation()
+        .build()
+        .unwrap();
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<u16>, &'a str);
+    let cases: [Case; 3] = [
+        // Nothing touched TX before the setup: the fold.
+        ("/?a=x", &[], None, "TX:level=1 level=1 limit=12"),
+        // 1 set TX first: the rules run, 11 keeps level 5, 14 does not skip.
+        ("/?a=x", &[("X-Level", "5")], Some(401), ""),
+        // 2 removed 12 for this transaction: the rules run, without 12.
+        ("/?off=1&a=x", &[], None, "TX:level=1 level=1 limit="),
+    ];
+    for (uri, headers, blocked, message) in cases {
+        let mut all = vec![("Host", "example.com")];
+        all.extend_from_slice(headers);
+        let outcomes =
+            [&folded, &reference].map(|w| run(w, "GET", uri, &all, b"", ("text/plain", b"")));
+        for o in &outcomes {
+            assert_eq!(o.blocked(), blocked, "{uri} {headers:?}");
+            let last = o
+                .report
+                .matched_rules
+                .last()
+                .and_then(|r| r.message.clone());
+            if blocked.is_none() {
+                assert_eq!(last.as_deref(), Some(message), "{uri} {headers:?}");
+            }
+        }
+        assert_eq!(outcomes[0].ids(), outcomes[1].ids(), "{uri} {headers:?}");
+    }
+}

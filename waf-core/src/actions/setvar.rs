@@ -56,6 +56,16 @@ pub(crate) enum SetVarOp {
     Delete,
 }
 
+impl SetVarOp {
+    /// The value's template (`None` for `!name`).
+    pub(crate) fn value(&self) -> Option<&MacroString> {
+        match self {
+            SetVarOp::Set(v) | SetVarOp::Add(v) | SetVarOp::Sub(v) => Some(v),
+            SetVarOp::Delete => None,
+        }
+    }
+}
+
 /// A compiled `setvar`.
 #[derive(Debug)]
 pub(crate) struct SetVar {

@@ -12,6 +12,7 @@
 
 mod config;
 pub(crate) mod exclusion;
+pub(crate) mod fold;
 pub(crate) mod plan;
 pub(crate) mod prefilter;
 mod rule;
@@ -57,6 +58,9 @@ pub(crate) struct Program {
     /// Columns of the per-transaction table of transformed values (`Rule::prefix_ids`
     /// are below this, or `u32::MAX`; see [`cache_columns`]).
     pub(crate) prefix_count: usize,
+    /// The setup at the start of phase 1, evaluated once (see [`fold`]); set when the
+    /// `Waf` is built, never with [`Program::reference`].
+    pub(crate) fold: Option<fold::Fold>,
 }
 
 /// One step of a phase.
@@ -333,6 +337,7 @@ pub(crate) fn compile(directives: Vec<Directive>, backend: ScanBackend) -> Resul
         reference: false,
         path_exclusions: Vec::new(),
         prefix_count,
+        fold: None,
     })
 }
 

@@ -8,6 +8,7 @@ mod cache;
 mod chain_table;
 pub(crate) mod data;
 mod effects;
+mod fold;
 mod plan;
 mod request;
 mod rules;
@@ -18,6 +19,7 @@ mod store;
 mod time;
 mod vars;
 
+pub(crate) use fold::fold_setup;
 pub(crate) use runtime::Runtime;
 
 use std::sync::Arc;

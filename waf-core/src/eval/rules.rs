@@ -106,7 +106,17 @@ impl TxState {
         let steps = &program.phases[usize::from(phase - 1)];
         let mut i = 0;
         let mut skip = 0u32;
+        // The setup that phase 1 starts with, evaluated once (`compile::fold`).
+        let fold = program.fold.as_ref().filter(|_| phase == 1);
+        let fold_start = fold.map_or(usize::MAX, |f| f.start);
         while i < steps.len() {
+            if i == fold_start && skip == 0 && self.fold_applies() {
+                if let Some(f) = fold {
+                    self.apply_fold(f);
+                    i = f.end;
+                    continue;
+                }
+            }
             let Step::Rule(r, plan) = &steps[i] else {
                 i += 1;
                 continue;
@@ -168,7 +178,7 @@ impl TxState {
 
     /// Evaluates `rule` (the starter or a chained rule of `head`); true when it and its
     /// chain matched. `ruled_in`: the plan already failed to rule `rule` out.
-    fn eval_rule(&mut self, rule: &Rule, head: &Rule, ruled_in: bool) -> bool {
+    pub(super) fn eval_rule(&mut self, rule: &Rule, head: &Rule, ruled_in: bool) -> bool {
         self.scratch.clear();
         let matched = self.eval_rule_inner(rule, head, ruled_in);
         if *self.data.match_limit_exceeded.get_mut() {

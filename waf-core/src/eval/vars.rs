@@ -43,6 +43,8 @@ pub(crate) struct TxVars {
     entries: Vec<Entry>,
     /// The names [`TxVars::prepare`] placed at the front of `entries`, in slot order.
     slots: Option<Arc<[Vec<u8>]>>,
+    /// Whether anything was set or removed since the table was cleared.
+    touched: bool,
 }
 
 impl TxVars {
@@ -119,6 +121,7 @@ impl TxVars {
     /// Sets the variable at `slot` of the names given to [`TxVars::prepare`].
     #[inline]
     fn set_slot(&mut self, slot: u32, value: &[u8]) {
+        self.touched = true;
         if let Some(e) = self.entries.get_mut(slot as usize) {
             e.value.clear();
             e.value.extend_from_slice(value);
@@ -134,6 +137,7 @@ impl TxVars {
 
     /// Sets `name` to `value`, reusing the entry's buffer when the name was seen before.
     pub(crate) fn set(&mut self, name: &[u8], value: &[u8]) {
+        self.touched = true;
         match self.index.get(name) {
             Some(&i) => {
                 let e = &mut self.entries[i];
@@ -154,6 +158,7 @@ impl TxVars {
 
     /// Unsets `name`.
     pub(crate) fn remove(&mut self, name: &[u8]) {
+        self.touched = true;
         if let Some(&i) = self.index.get(name) {
             self.entries[i].live = false;
         }
@@ -176,6 +181,37 @@ impl TxVars {
         }
         for e in &mut self.entries {
             e.live = false;
+        }
+        self.touched = false;
+    }
+
+    /// Whether nothing was set or removed since the table was cleared (or made).
+    pub(crate) fn untouched(&self) -> bool {
+        !self.touched
+    }
+
+    /// The variables set, with their place in the table: what [`TxVars::restore`] puts
+    /// back.
+    pub(crate) fn live_entries(&self) -> Vec<(usize, Vec<u8>, Vec<u8>)> {
+        let live = self.entries.iter().enumerate().filter(|(_, e)| e.live);
+        live.map(|(i, e)| (i, e.name.clone(), e.value.clone()))
+            .collect()
+    }
+
+    /// Sets the variables `entries` lists ([`TxVars::live_entries`] of a table prepared
+    /// with the same names): in place, without hashing a name, where this table holds the
+    /// same name at the same place (a table of the same program), else by name.
+    pub(crate) fn restore(&mut self, entries: &[(usize, Vec<u8>, Vec<u8>)]) {
+        for (i, name, value) in entries {
+            match self.entries.get_mut(*i) {
+                Some(e) if e.name == *name => {
+                    e.value.clear();
+                    e.value.extend_from_slice(value);
+                    e.live = true;
+                    self.touched = true;
+                }
+                _ => self.set(name, value),
+            }
         }
     }
 }
