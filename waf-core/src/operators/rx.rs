@@ -79,6 +79,9 @@ pub(crate) struct Rx {
     scan_pattern: Option<String>,
     /// Byte classes every match holds one of (see [`super::rx_classes`]); 0: no gate.
     required_classes: Features,
+    /// Every value matches, whole ([`matches_whole_value`]: `^.*$`, which CRS uses to
+    /// capture a value): no engine runs.
+    whole: bool,
 }
 
 impl Rx {
@@ -105,6 +108,7 @@ impl Rx {
             literals,
             scan_pattern,
             required_classes,
+            whole: hir.as_ref().is_some_and(matches_whole_value),
         })
     }
 
@@ -143,6 +147,7 @@ impl Rx {
             // Nor may a scanner read it as a linear-engine pattern.
             scan_pattern: None,
             required_classes: 0,
+            whole: false,
         })
     }
 
@@ -170,6 +175,12 @@ impl Rx {
         captures: Option<&mut Captures>,
         expander: &dyn MacroExpander,
     ) -> bool {
+        if self.whole {
+            if let Some(captures) = captures {
+                captures.fill([input]);
+            }
+            return true;
+        }
         let regex: &LinearRegex = match &self.engine {
             Engine::Linear(regex) => regex,
             Engine::Backtracking(bt) => {
@@ -280,6 +291,41 @@ fn parse(rewritten: &str) -> Result<(Hir, bool), String> {
 
 /// Whether every match of a pattern (already rewritten, read with Unicode off by
 /// [`super::rx_literals::parse_result`]) is at least one byte long. `false` when unsure.
+/// Whether the leftmost-first match of `hir` (parsed as [`syntax_config`] says: `.`
+/// matches every byte, `^` and `$` at line ends too) is every value, whole: `.*` (greedy,
+/// any byte), perhaps after `^` and before `$`. It starts at 0 (`^` holds there), takes
+/// every byte, and `$` holds at the end.
+fn matches_whole_value(hir: &Hir) -> bool {
+    use regex_syntax::hir::{Class, HirKind, Look};
+    let any = |h: &Hir| match h.kind() {
+        HirKind::Repetition(r) => {
+            r.min == 0
+                && r.max.is_none()
+                && r.greedy
+                && matches!(r.sub.kind(), HirKind::Class(Class::Bytes(c))
+                    if c.ranges().len() == 1 && c.ranges()[0].start() == 0 && c.ranges()[0].end() == 255)
+        }
+        _ => false,
+    };
+    let parts: &[Hir] = match hir.kind() {
+        HirKind::Concat(parts) => parts,
+        _ => std::slice::from_ref(hir),
+    };
+    let parts = match parts {
+        [first, rest @ ..]
+            if matches!(first.kind(), HirKind::Look(Look::Start | Look::StartLF)) =>
+        {
+            rest
+        }
+        _ => parts,
+    };
+    let parts = match parts {
+        [rest @ .., last] if matches!(last.kind(), HirKind::Look(Look::End | Look::EndLF)) => rest,
+        _ => parts,
+    };
+    matches!(parts, [one] if any(one))
+}
+
 fn never_empty(hir: &Hir) -> bool {
     hir.properties().minimum_len().is_some_and(|n| n > 0)
 }
@@ -383,6 +429,34 @@ mod tests {
         // Too big for the linear engine is not a reason to backtrack.
         let err = Rx::with_fallback(r"\w{1000}{1000}", 0).unwrap_err();
         assert!(err.contains("size limit"), "{err}");
+    }
+
+    /// `^.*$` and its kin take the shortcut, with the engine's answer; patterns that only
+    /// look like them do not.
+    #[test]
+    fn whole_value_patterns_match_as_the_engine_does() {
+        let values: [&[u8]; 6] = [b"", b"a", b"a\nb", b"\n", b"x\r\n\xff\x00y", b"Host"];
+        for p in ["^.*$", ".*", "^.*", ".*$", "(?:^.*$)"] {
+            assert!(rx(p).whole, "{p}");
+            let Engine::Linear(engine) = &rx(p).engine else {
+                panic!("{p}")
+            };
+            for v in values {
+                let span = engine.find(v).unwrap();
+                assert_eq!(groups(p, v), Some(vec![v[span].to_vec()]), "{p} {v:?}");
+            }
+        }
+        for p in [
+            "^.+$",
+            "^.*?$",
+            "^(.*)$",
+            "^.*a$",
+            "a.*",
+            "^[^x]*$",
+            "(?-s)^.*$",
+        ] {
+            assert!(!rx(p).whole, "{p}");
+        }
     }
 
     #[test]
