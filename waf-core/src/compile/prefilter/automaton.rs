@@ -70,7 +70,6 @@ impl LiteralAutomaton {
     }
 
     /// The heap bytes the automaton holds.
-    #[cfg(test)]
     pub(crate) fn memory_usage(&self) -> usize {
         match self {
             LiteralAutomaton::Dfa(a) => a.memory_usage(),

@@ -25,13 +25,17 @@ pub(crate) struct LiteralScanner {
 /// Bits in [`Grams::starts`]: 8 KB per NFA group.
 const GRAM_BITS: usize = 1 << 16;
 
-/// The most literals a group's filter leaves to its DFA of short literals (those shorter
-/// than its grams); a group with more short literals keeps the plain NFA.
+/// The most literals a group's filter leaves to its automaton of short literals (those
+/// shorter than its grams); a group with more short literals keeps the plain NFA.
 const SHORT_MAX: usize = 400;
+
+/// The most a group's DFA of short literals may take (see [`Grams::build`]).
+const SHORT_DFA_BYTES: usize = 128 * 1024;
 
 /// A filter in front of a group's NFA, in the manner of Hyperscan's FDR and Rabin-Karp:
 /// one bit per hash of the first [`Grams::len`] bytes of each literal that long
-/// ([`gram8`], [`gram4`]), and a small DFA for the shorter ones.
+/// ([`gram8`], [`gram4`]), and a small automaton (a DFA where it stays small) for the
+/// shorter ones.
 ///
 /// The NFA follows failure transitions and costs about 48 instructions a byte on text (a
 /// 365-byte HTML page through CRS's 2,369 response literals: 17,500). With the filter, the
@@ -67,32 +71,50 @@ fn gram4(w: [u8; 4]) -> usize {
 
 impl Grams {
     /// The filter of `lits`, or `None` when too many are short for either length.
+    ///
+    /// Grams of 8 where the DFA of the literals shorter than 8 stays within
+    /// [`SHORT_DFA_BYTES`], else of 4 (CRS's groups of 700-1,200 SQL and PHP literals have
+    /// none shorter than 4 but a hundred or more shorter than 8: their DFAs took 1.9 MB in
+    /// all); a short DFA still too big becomes an NFA.
     fn build(lits: &[(Vec<u8>, Vec<u32>)]) -> Option<Grams> {
-        let shorter = |n: usize| lits.iter().filter(|(l, _)| l.len() < n).count();
-        let len = [8, 4].into_iter().find(|&n| shorter(n) <= SHORT_MAX)?;
+        let shorter = |n: usize| -> Vec<(usize, &[u8])> {
+            let short = lits.iter().enumerate().filter(|(_, (l, _))| l.len() < n);
+            short.map(|(i, (l, _))| (i, &l[..])).collect()
+        };
+        let automaton = |short: &[(usize, &[u8])], dfa: bool| {
+            LiteralAutomaton::build(short.iter().map(|&(_, l)| l), dfa).ok()
+        };
+        let mut chosen = None;
+        for len in [8, 4] {
+            let short = shorter(len);
+            if short.len() > SHORT_MAX {
+                continue;
+            }
+            let dfa = match short.is_empty() {
+                true => None,
+                false => Some(automaton(&short, true)?),
+            };
+            if dfa
+                .as_ref()
+                .is_none_or(|d| d.memory_usage() <= SHORT_DFA_BYTES)
+            {
+                chosen = Some((len, short, dfa));
+                break;
+            }
+            if len == 4 {
+                chosen = Some((len, short.clone(), Some(automaton(&short, false)?)));
+            }
+        }
+        let (len, short, short_automaton) = chosen?;
         let mut starts = Box::new([0u64; GRAM_BITS / 64]);
-        let mut short = (Vec::new(), Vec::new());
-        for (pattern, (lit, _)) in lits.iter().enumerate() {
-            let g = match (<[u8; 8]>::try_from(lit.get(..8).unwrap_or_default()), len) {
-                (Ok(w), 8) => gram8(w),
-                _ => match <[u8; 4]>::try_from(lit.get(..4).unwrap_or_default()) {
-                    Ok(w) if len == 4 => gram4(w),
-                    _ => {
-                        short.0.push(&lit[..]);
-                        short.1.push(pattern as u32);
-                        continue;
-                    }
-                },
+        for (lit, _) in lits.iter().filter(|(l, _)| l.len() >= len) {
+            let g = match <[u8; 8]>::try_from(lit.get(..8).unwrap_or_default()) {
+                Ok(w) if len == 8 => gram8(w),
+                _ => gram4([lit[0], lit[1], lit[2], lit[3]]),
             };
             starts[g / 64] |= 1 << (g % 64);
         }
-        let short = match short.0.is_empty() {
-            true => None,
-            false => Some((
-                LiteralAutomaton::build(short.0.iter().copied(), true).ok()?,
-                short.1,
-            )),
-        };
+        let short = short_automaton.map(|a| (a, short.iter().map(|&(i, _)| i as u32).collect()));
         Some(Grams { len, starts, short })
     }
 
@@ -212,7 +234,20 @@ mod tests {
                     .take(500),
             )
             .collect();
-        for (set, gram_len) in [(words, 8), (many, 4)] {
+        // 390 of 2-3 bytes over a wide alphabet: their DFA is too big, they get an NFA.
+        let wide: Vec<u8> = (b'!'..=b'~').collect();
+        let short_many: Vec<Vec<u8>> = many
+            .iter()
+            .cloned()
+            .chain(
+                crate::transformations::features::generated_values(&wide, 5)
+                    .filter(|v| (2..4).contains(&v.len()))
+                    .take(390),
+            )
+            .collect();
+        for (set, gram_len, short_nfa) in
+            [(words, 8, false), (many, 4, false), (short_many, 4, true)]
+        {
             let literals: HashMap<Vec<u8>, Vec<u32>> = set
                 .iter()
                 .enumerate()
@@ -221,6 +256,12 @@ mod tests {
             let filtered = LiteralScanner::build_as(literals.clone(), false).unwrap();
             let grams = filtered.grams.as_ref().unwrap();
             assert_eq!((grams.len, grams.short.is_some()), (gram_len, true));
+            let short = &grams.short.as_ref().unwrap().0;
+            assert_eq!(
+                matches!(short, LiteralAutomaton::Nfa(_)),
+                short_nfa,
+                "{gram_len}"
+            );
             let dfa = LiteralScanner::build_as(literals.clone(), true).unwrap();
             let mut plain = LiteralScanner::build_as(literals, false).unwrap();
             plain.grams = None;
