@@ -66,9 +66,11 @@
 //! chain that cannot change it); an operator with a byte-class gate (every match of
 //! `@rx [\n\r;|&]\s*id` needs one of those bytes) is skipped on values without one; and
 //! the plan skips whole rules whose prefilter bit or byte classes occur in no value of
-//! their variables, and paranoia-level tests read `TX` by index. Results never depend on
-//! it: a test runs every CRS regression request and a development corpus through both the
-//! plan and a straightforward evaluation and requires the same report.
+//! their variables, and paranoia-level tests read `TX` by index. The rules a rule set starts
+//! phase 1 with that read and set only `TX` (CRS's setup and 901 defaults) are evaluated once
+//! when the [`Waf`] is built, and a transaction takes their result in one copy. Results never
+//! depend on any of it: a test runs every CRS regression request and a development corpus
+//! through both the plan and a straightforward evaluation and requires the same report.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
