@@ -14,12 +14,15 @@
 //! `TX`) in the evaluation, all it does is set `TX` from `TX` ([`effects_fold`]: `setvar`
 //! on `TX` with macros reading only `TX` and the match, `nolog`, `pass`, no severity, no
 //! skip). A rule that did not match does nothing (CRS's `901001`, which denies a request
-//! when the setup is missing, is in the run as long as the setup is there).
+//! when the setup is missing, is in the run as long as the setup is there), except a chain
+//! whose starter matched: its effects ran, so a chain's effects must fold whatever it
+//! answered ([`chain_effects_fold`]).
 //!
 //! Worked example, from CRS: at build time `900000` and `900990` set
 //! `tx.blocking_paranoia_level` and `tx.crs_setup_version`; `901100` finds
 //! `&TX:inbound_anomaly_score_threshold` at 0 and sets it to 5, and so on to `901200`,
-//! which zeroes the scores; `901320` reads `REQBODY_PROCESSOR` and ends the run. A
+//! which zeroes the scores; `901320`, a chain that sets `tx.ua_hash` from the
+//! `User-Agent`, ends the run. A
 //! transaction then starts phase 1 with those 40-odd variables set at once.
 
 use crate::actions::{CollectionName, Disruptive, Effect};
@@ -60,6 +63,19 @@ pub(crate) fn reads_only_tx(rule: &Rule) -> bool {
 /// Whether all a match of `rule` (with its chain) does is set `TX` from `TX` and the
 /// match: nothing reported, nothing else changed.
 pub(crate) fn effects_fold(rule: &Rule) -> bool {
+    chain_effects_fold(rule)
+        && !rule.log
+        && matches!(rule.disruptive, Disruptive::Pass | Disruptive::Block)
+        && rule.meta.severity.is_none()
+        && rule.skip_after.is_none()
+        && rule.skip == 0
+}
+
+/// Whether every effect of `rule` and its chained rules sets `TX` from `TX` and the match.
+/// A chain starter's effects run when the starter matches, even if the chain then fails,
+/// so a chain must pass this whatever the chain's answer (`ctl:ruleRemoveById` on a
+/// starter would otherwise be lost to the fold).
+pub(crate) fn chain_effects_fold(rule: &Rule) -> bool {
     let from_tx = |v: Variable| {
         matches!(
             v,
@@ -83,9 +99,5 @@ pub(crate) fn effects_fold(rule: &Rule) -> bool {
         }
         link = r.chain.as_deref();
     }
-    !rule.log
-        && matches!(rule.disruptive, Disruptive::Pass | Disruptive::Block)
-        && rule.meta.severity.is_none()
-        && rule.skip_after.is_none()
-        && rule.skip == 0
+    true
 }

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::compile::fold::{effects_fold, reads_only_tx, Fold};
+use crate::compile::fold::{chain_effects_fold, effects_fold, reads_only_tx, Fold};
 use crate::compile::Step;
 use crate::eval::TxState;
 use crate::transaction::ConnectionInfo;
@@ -61,7 +61,7 @@ impl TxState {
                 continue;
             };
             let rule = &program.rules[r];
-            if !reads_only_tx(rule) {
+            if !reads_only_tx(rule) || (rule.chain.is_some() && !chain_effects_fold(rule)) {
                 break;
             }
             let tx_before = self.data.tx.live_entries();
@@ -149,6 +149,19 @@ mod tests {
              SecAction \"id:9,phase:1,pass,nolog,setvar:tx.f=1\""
         );
         assert_eq!(folded(&rules), [4, 7, 6, 8]);
+        // 3's starter matches and removes 5, then its chain fails: a real transaction
+        // keeps the removal, so 3 ends the run.
+        assert_eq!(
+            folded(&format!(
+                "{on}SecAction \"id:1,phase:1,pass,nolog,setvar:tx.a=1\"\n\
+                 SecAction \"id:2,phase:1,pass,nolog,setvar:tx.b=1\"\n\
+                 SecRule TX:a \"@eq 1\" \"id:3,phase:1,pass,nolog,ctl:ruleRemoveById=5,chain\"\n\
+                   SecRule TX:a \"@eq 2\" \"t:none\"\n\
+                 SecAction \"id:4,phase:1,pass,nolog,setvar:tx.c=1\"\n\
+                 SecAction \"id:5,phase:1,pass,nolog,setvar:tx.d=1\""
+            )),
+            [1, 2]
+        );
         // A setvar reading the request, another collection, a phase-2 rule: no fold of two.
         assert_eq!(
             folded(&format!(
