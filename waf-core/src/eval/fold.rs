@@ -64,9 +64,10 @@ impl TxState {
             if !reads_only_tx(rule) || (rule.chain.is_some() && !chain_effects_fold(rule)) {
                 break;
             }
+            // After `start_rule`, the last match so far is all in `last_buf`.
+            self.data.start_rule();
             let tx_before = self.data.tx.live_entries();
             let last_before = (self.data.last_match.clone(), self.data.last_buf.clone());
-            self.data.start_rule();
             self.data.rule_id = rule.id;
             let matched = self.eval_rule(rule, rule, false);
             let changed = matched || self.data.tx.live_entries() != tx_before;
@@ -75,7 +76,6 @@ impl TxState {
                 self.data.tx.clear();
                 self.data.tx.restore(&tx_before);
                 (self.data.last_match, self.data.last_buf) = last_before;
-                self.data.start_rule();
                 break;
             }
             matched_any |= matched;
@@ -170,6 +170,27 @@ mod tests {
                  SecAction \"id:3,phase:2,pass,nolog,setvar:tx.a=1\""
             )),
             Vec::<u64>::new()
+        );
+    }
+
+    /// `MATCHED_VAR` after the fold is the last folded match's, also when the run ends at
+    /// a rule that matched right after another match.
+    #[test]
+    fn the_fold_leaves_the_last_folded_match() {
+        let rules = "SecRuleEngine On\n\
+             SecAction \"id:1,phase:1,pass,nolog,setvar:tx.a=1\"\n\
+             SecRule TX:a \"@eq 1\" \"id:2,phase:1,pass,nolog,setvar:tx.bb=22\"\n\
+             SecRule TX:bb \"@eq 22\" \"id:3,phase:1,pass,log\"";
+        let waf = Waf::builder().seclang("t", rules).build().unwrap();
+        let fold = waf.program.fold.as_ref().unwrap();
+        assert_eq!((fold.start, fold.end), (0, 2));
+        assert_eq!(
+            fold.last_match,
+            Some((b"TX:a".to_vec(), b"1".to_vec())),
+            "{:?}",
+            fold.last_match
+                .as_ref()
+                .map(|(n, v)| (String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
         );
     }
 }
