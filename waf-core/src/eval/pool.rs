@@ -154,14 +154,19 @@ mod tests {
         let back = pool.take();
         assert_eq!(back.data.tx.get(b"a"), None, "returned tables are cleared");
         assert!(back.data.method.is_empty() && back.text.value.is_empty());
-        assert!(pool
-            .shards
-            .iter()
-            .all(|s| s.lock().unwrap().free.is_empty()));
+        assert_eq!(free_sets(&pool), 0);
     }
 
     /// A thread that had more transactions in flight than the floor keeps a set for each,
     /// up to the ceiling; one that had few keeps the floor.
+    /// The sets `pool` keeps, over all shards.
+    fn free_sets(pool: &Pool) -> usize {
+        pool.shards
+            .iter()
+            .map(|s| s.lock().unwrap().free.len())
+            .sum()
+    }
+
     #[test]
     fn a_shard_keeps_what_its_peak_in_flight_needed() {
         use crate::limits::{TABLE_POOL_MAX_PER_SHARD, TABLE_POOL_PER_SHARD};
@@ -171,10 +176,7 @@ mod tests {
             for set in sets {
                 pool.put(set);
             }
-            pool.shards
-                .iter()
-                .map(|s| s.lock().unwrap().free.len())
-                .sum::<usize>()
+            free_sets(&pool)
         };
         assert_eq!(kept(3), 3);
         assert_eq!(kept(TABLE_POOL_PER_SHARD + 40), TABLE_POOL_PER_SHARD + 40);
@@ -184,11 +186,6 @@ mod tests {
         for _ in 0..TABLE_POOL_PER_SHARD + 5 {
             pool.put(Recycled::default());
         }
-        let n: usize = pool
-            .shards
-            .iter()
-            .map(|s| s.lock().unwrap().free.len())
-            .sum();
-        assert_eq!(n, TABLE_POOL_PER_SHARD);
+        assert_eq!(free_sets(&pool), TABLE_POOL_PER_SHARD);
     }
 }

@@ -108,14 +108,11 @@ impl TxState {
         let mut skip = 0u32;
         // The setup that phase 1 starts with, evaluated once (`compile::fold`).
         let fold = program.fold.as_ref().filter(|_| phase == 1);
-        let fold_start = fold.map_or(usize::MAX, |f| f.start);
         while i < steps.len() {
-            if i == fold_start && skip == 0 && self.fold_applies() {
-                if let Some(f) = fold {
-                    self.apply_fold(f);
-                    i = f.end;
-                    continue;
-                }
+            if let Some(f) = fold.filter(|f| f.start == i && skip == 0 && self.fold_applies()) {
+                self.apply_fold(f);
+                i = f.end;
+                continue;
             }
             let Step::Rule(r, plan) = &steps[i] else {
                 i += 1;

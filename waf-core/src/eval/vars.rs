@@ -200,11 +200,14 @@ impl TxVars {
 
     /// Sets the variables `entries` lists ([`TxVars::live_entries`] of a table prepared
     /// with the same names): in place, without hashing a name, where this table holds the
-    /// same name at the same place (a table of the same program), else by name.
+    /// same name at the same place (always at a slot of [`TxVars::prepare`]'s names, which
+    /// is not compared again; elsewhere when a table of the same program made its names in
+    /// the same order), else by name.
     pub(crate) fn restore(&mut self, entries: &[(usize, Vec<u8>, Vec<u8>)]) {
+        let slots = self.slots.as_ref().map_or(0, |s| s.len());
         for (i, name, value) in entries {
             match self.entries.get_mut(*i) {
-                Some(e) if e.name == *name => {
+                Some(e) if *i < slots || e.name == *name => {
                     e.value.clear();
                     e.value.extend_from_slice(value);
                     e.live = true;
