@@ -726,3 +726,35 @@ fn the_phase_one_setup_is_folded_only_where_it_gives_the_same_answer() {
         assert_eq!(outcomes[0].ids(), outcomes[1].ids(), "{uri} {headers:?}");
     }
 }
+
+#[test]
+fn a_multimatch_rule_whose_raw_value_is_prefiltered_still_runs_on_each_changed_step() {
+    // 1's literal `evil` is looked for in each raw value first (the prefilter of values
+    // with no transformation); a value without it must still be tried after each step
+    // that changes it: `EVIL` after t:lowercase, `%65vil` after t:urlDecodeUni.
+    let rules = format!(
+        "{ON}SecRule ARGS \"@rx evil\" \"id:1,phase:2,pass,nolog,multiMatch,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.hits=+1,setvar:'tx.last=%{{MATCHED_VAR_NAME}}'\"\n\
+         SecAction \"id:9,phase:2,pass,log,msg:'hits=%{{tx.hits}}'\""
+    );
+    let planned = waf(&rules);
+    let reference = Waf::builder()
+        .seclang("test.conf", &rules)
+        .internal_reference_evaluation()
+        .build()
+        .unwrap();
+    let few = "/?a=EVIL&b=%2565vil&c=evil&d=good".to_string();
+    // Past the size from which big collections are scanned once for all their values.
+    let many = (0..24).fold(few.clone(), |u, i| format!("{u}&pad{i}=good"));
+    for uri in [&few, &many] {
+        let outcomes = [&planned, &reference]
+            .map(|w| run(w, "GET", uri, &[("Host", "a")], b"", ("text/plain", b"")));
+        for o in &outcomes {
+            let last = o
+                .report
+                .matched_rules
+                .last()
+                .and_then(|r| r.message.clone());
+            assert_eq!(last.as_deref(), Some("hits=3"), "{uri}");
+        }
+    }
+}

@@ -873,6 +873,7 @@ fn build_rule(
         effects: Vec::new(),
         chain: None,
         prefilter: None,
+        raw_prefilter: None,
         plan: Default::default(),
     };
 

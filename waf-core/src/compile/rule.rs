@@ -55,6 +55,10 @@ pub(crate) struct Rule {
     pub(crate) chain: Option<Box<Rule>>,
     /// The rule's place in the prefilter of its transformation chain, if it has one.
     pub(crate) prefilter: Option<super::prefilter::PrefilterRef>,
+    /// For a `multiMatch` rule: its place in the prefilter of values with no
+    /// transformation, which tells whether its operator can match the raw value (the
+    /// first of the values it runs on; the steps' outputs are not prefiltered).
+    pub(crate) raw_prefilter: Option<super::prefilter::PrefilterRef>,
     /// What the plan decides before visiting values (see [`super::plan`]).
     pub(crate) plan: super::plan::RulePlan,
 }

@@ -14,6 +14,7 @@ use std::ops::Range;
 
 use crate::actions::{AllowScope, Disruptive};
 use crate::compile::{Rule, Step};
+use crate::eval::cache::Slot;
 use crate::eval::data::{Num, VarName};
 use crate::eval::plan::Planned;
 use crate::eval::TxState;
@@ -211,6 +212,14 @@ impl TxState {
                         .get(r.group as usize)
                         .map(|p| (r, p))
                 });
+                // A `multiMatch` rule's raw values are prefiltered in the group of values
+                // with no transformation (`compile::prefilter::build`).
+                let raw_prefilter = rule.raw_prefilter.filter(|_| !reference).and_then(|r| {
+                    self.program
+                        .prefilters
+                        .get(r.group as usize)
+                        .map(|p| (r, p))
+                });
                 let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
@@ -329,6 +338,55 @@ impl TxState {
                         }
                         continue;
                     }
+                    // A `multiMatch` rule over a big collection: the raw values its
+                    // literals rule out are not given to the operator, but every value's
+                    // steps still are (their outputs are not prefiltered).
+                    if let Some((r, p)) = raw_prefilter.filter(|_| {
+                        rule.multi_match
+                            && !target.count
+                            && matches!(target.selector, Selector::All)
+                            && data
+                                .indexed_len(variable)
+                                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
+                    }) {
+                        if cache.candidates(variable, r.group).is_none() {
+                            cache.build_candidates(data, variable, r.group, &[], &[], p);
+                        }
+                        let range = cache
+                            .candidates(variable, r.group)
+                            .map_or(0..0, |c| c.range(r.bit));
+                        // The candidates' positions are ascending: one cursor walks them.
+                        let mut next = range.start;
+                        for pos in 0..data.indexed_len(variable).unwrap_or(0) {
+                            let (key, name, raw) = data.indexed(variable, pos);
+                            if name.key.is_some_and(&excluded) {
+                                continue;
+                            }
+                            let mut candidate = key.is_none();
+                            while next < range.end {
+                                let at = cache
+                                    .candidates(variable, r.group)
+                                    .map_or(usize::MAX, |c| c.position(next));
+                                if at >= pos {
+                                    candidate |= at == pos;
+                                    break;
+                                }
+                                next += 1;
+                            }
+                            let classes = match key {
+                                Some(k) => cache.classes(k, Slot::Raw, raw),
+                                None => features::of(raw),
+                            };
+                            let known = (!candidate).then_some(false);
+                            if check_known(raw, &name, known, classes) {
+                                continue;
+                            }
+                            cache.each_step(raw, classes, &rule.transformations, |v, c| {
+                                check_known(v, &name, None, c)
+                            });
+                        }
+                        continue;
+                    }
                     if target.count {
                         let n = data.count(variable, &target.selector, &excluded);
                         let name = VarName {
@@ -347,9 +405,23 @@ impl TxState {
                         &mut |key, name, raw| {
                             if rule.multi_match {
                                 // Run the operator on the value before and after each step that
-                                // changed it.
-                                let classes = features::of(raw);
-                                if check_known(raw, &name, None, classes) {
+                                // changed it; on the raw value only if its literals occur.
+                                let (classes, known) = match (raw_prefilter, key) {
+                                    (Some((r, p)), Some(k)) => (
+                                        cache.classes(k, Slot::Raw, raw),
+                                        (!cache.prefilter_passes(
+                                            k,
+                                            Slot::Raw,
+                                            raw,
+                                            r.group,
+                                            r.bit,
+                                            p,
+                                        ))
+                                        .then_some(false),
+                                    ),
+                                    _ => (features::of(raw), None),
+                                };
+                                if check_known(raw, &name, known, classes) {
                                     return;
                                 }
                                 cache.each_step(raw, classes, &rule.transformations, |v, c| {

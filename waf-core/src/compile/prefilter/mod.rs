@@ -418,54 +418,65 @@ pub(crate) fn build(rules: &mut [Rule], backend: ScanBackend) -> Vec<Prefilter> 
         groups: &mut HashMap<(u8, u32), GroupDraft>,
     ) {
         if let Some(op) = &rule.operator {
-            if !rule.multi_match {
-                let literals = op
-                    .operator
-                    .required_literals()
-                    .filter(|l| l.iter().all(|l| selective(l)));
-                // Measured (benches/PROFILE.md, "Hyperscan"): a Hyperscan scan costs ~3,000
-                // instructions to start and tens per byte for CRS's patterns, against a few
-                // hundred and a few for the literal automaton; so Hyperscan takes only the
-                // patterns the literal back-end cannot prefilter.
-                let pattern = op
-                    .operator
-                    .scan_pattern()
-                    .filter(|_| use_hyperscan && literals.is_none());
-                if literals.is_some() || pattern.is_some() {
-                    let chain_key = rule.prefix_ids.last().copied().unwrap_or(u32::MAX);
-                    let next_group = groups.len() as u32;
-                    let draft = groups
-                        .entry((phase, chain_key))
-                        .or_insert_with(|| GroupDraft {
-                            index: next_group,
-                            chain: rule.transformations.clone(),
-                            prefix_ids: rule.prefix_ids.clone(),
-                            ..GroupDraft::default()
-                        });
-                    let bit = draft.bits;
-                    draft.bits += 1;
-                    match pattern {
-                        Some(p) => draft.patterns.push(Candidate {
-                            pattern: p.to_owned(),
-                            bit,
-                            literals: literals.map(<[_]>::to_vec),
-                        }),
-                        None => {
-                            for l in literals.into_iter().flatten() {
-                                draft.literals.entry(l.clone()).or_default().push(bit);
-                            }
-                            for t in rule.targets.iter().filter(|t| narrowable(t.variable)) {
-                                let bits = draft.readers.entry(t.variable).or_default();
-                                if bits.last() != Some(&bit) {
-                                    bits.push(bit);
-                                }
+            let literals = op
+                .operator
+                .required_literals()
+                .filter(|l| l.iter().all(|l| selective(l)));
+            // Measured (benches/PROFILE.md, "Hyperscan"): a Hyperscan scan costs ~3,000
+            // instructions to start and tens per byte for CRS's patterns, against a few
+            // hundred and a few for the literal automaton; so Hyperscan takes only the
+            // patterns the literal back-end cannot prefilter. A `multiMatch` rule runs its
+            // operator on the raw value and on each step's output: only the raw value is
+            // prefiltered, by its literals, in the group of values with no transformation.
+            let pattern = op
+                .operator
+                .scan_pattern()
+                .filter(|_| use_hyperscan && literals.is_none() && !rule.multi_match);
+            if literals.is_some() || pattern.is_some() {
+                let (chain_key, chain, prefix_ids) = match rule.multi_match {
+                    false => (
+                        rule.prefix_ids.last().copied().unwrap_or(u32::MAX),
+                        &rule.transformations[..],
+                        &rule.prefix_ids[..],
+                    ),
+                    true => (u32::MAX, &[][..], &[][..]),
+                };
+                let next_group = groups.len() as u32;
+                let draft = groups
+                    .entry((phase, chain_key))
+                    .or_insert_with(|| GroupDraft {
+                        index: next_group,
+                        chain: chain.to_vec(),
+                        prefix_ids: prefix_ids.to_vec(),
+                        ..GroupDraft::default()
+                    });
+                let bit = draft.bits;
+                draft.bits += 1;
+                match pattern {
+                    Some(p) => draft.patterns.push(Candidate {
+                        pattern: p.to_owned(),
+                        bit,
+                        literals: literals.map(<[_]>::to_vec),
+                    }),
+                    None => {
+                        for l in literals.into_iter().flatten() {
+                            draft.literals.entry(l.clone()).or_default().push(bit);
+                        }
+                        for t in rule.targets.iter().filter(|t| narrowable(t.variable)) {
+                            let bits = draft.readers.entry(t.variable).or_default();
+                            if bits.last() != Some(&bit) {
+                                bits.push(bit);
                             }
                         }
                     }
-                    rule.prefilter = Some(PrefilterRef {
-                        group: draft.index,
-                        bit,
-                    });
+                }
+                let place = Some(PrefilterRef {
+                    group: draft.index,
+                    bit,
+                });
+                match rule.multi_match {
+                    false => rule.prefilter = place,
+                    true => rule.raw_prefilter = place,
                 }
             }
         }
