@@ -32,17 +32,27 @@ pub(super) fn apply_into(input: &[u8], out: &mut Vec<u8>) -> bool {
     true
 }
 
+/// The sextet each byte stands for as a Base64 digit; `NOT_A_DIGIT` for the others.
+static SEXTETS: [u8; 256] = {
+    let mut t = [NOT_A_DIGIT; 256];
+    let digits = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut i = 0;
+    while i < digits.len() {
+        t[digits[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// [`SEXTETS`]' mark for a byte outside the alphabet.
+const NOT_A_DIGIT: u8 = 0xff;
+
 /// The sextet a Base64 digit stands for.
 fn sextet(b: u8) -> Option<u32> {
-    let v = match b {
-        b'A'..=b'Z' => b - b'A',
-        b'a'..=b'z' => b - b'a' + 26,
-        b'0'..=b'9' => b - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    };
-    Some(u32::from(v))
+    match SEXTETS[b as usize] {
+        NOT_A_DIGIT => None,
+        v => Some(u32::from(v)),
+    }
 }
 
 /// Decodes `input`, shared with `base64DecodeExt`.

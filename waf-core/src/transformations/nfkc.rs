@@ -17,7 +17,7 @@ use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 /// `input` with every valid UTF-8 run in NFKC.
 pub(super) fn fold(input: Cow<'_, [u8]>) -> Cow<'_, [u8]> {
-    if input.is_ascii() {
+    if input.is_ascii() || !has_foldable(&input) {
         return input;
     }
     let unchanged = input
@@ -47,6 +47,37 @@ pub(super) fn fold(input: Cow<'_, [u8]>) -> Cow<'_, [u8]> {
         return input;
     }
     Cow::Owned(out)
+}
+
+/// Whether `input` holds a valid UTF-8 character at or above U+00A0: below it (ASCII and
+/// the C1 controls) NFKC changes nothing, so a value without one is returned as it is with
+/// no decoding. Base64-decoded values are mostly invalid bytes, which `utf8_chunks` would
+/// cut into many small chunks.
+fn has_foldable(input: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = input.get(i) {
+        let len = match b {
+            // ASCII, continuation bytes and the leads of overlong forms.
+            ..=0xc1 => 0,
+            0xc2 => match input.get(i + 1) {
+                Some(0xa0..=0xbf) => return true,
+                _ => 0,
+            },
+            0xc3..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => 0,
+        };
+        if len > 0
+            && input
+                .get(i..i + len)
+                .is_some_and(|c| std::str::from_utf8(c).is_ok())
+        {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 fn push_nfkc(s: &str, out: &mut Vec<u8>) {
@@ -80,6 +111,28 @@ mod tests {
         // Spacing accents stay (CRS 942430 counts U+00B4).
         assert_eq!(f("1´ OR ´1".as_bytes()), "1´ OR ´1".as_bytes());
         assert_eq!(f("´＜".as_bytes()), "´<".as_bytes());
+    }
+
+    #[test]
+    fn finds_what_may_fold_as_the_chunks_would() {
+        // Every 1- and 2-byte input, and 3-byte inputs around the leads: no false "nothing
+        // to fold" against the valid chunks' characters.
+        let mut inputs: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                inputs.push(vec![a, b]);
+                if a >= 0xe0 && b >= 0x80 {
+                    inputs.push(vec![a, b, 0xbc]);
+                    inputs.push(vec![0xff, a, b, 0x80, 0x9c]);
+                }
+            }
+        }
+        for input in inputs {
+            let above = input
+                .utf8_chunks()
+                .any(|c| c.valid().chars().any(|c| c >= '\u{a0}'));
+            assert_eq!(has_foldable(&input), above, "{input:x?}");
+        }
     }
 
     #[test]
