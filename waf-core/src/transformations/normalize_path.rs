@@ -20,6 +20,10 @@ use std::borrow::Cow;
 /// Whether ModSecurity's algorithm could change the path: some segment is `.`, `..` or
 /// empty (other than the leading one of an absolute path and the trailing one).
 fn may_change(path: &[u8]) -> bool {
+    // One segment (most values: a dotted name, a number, an address): only `.` or `..`.
+    if memchr::memchr(b'/', path).is_none() {
+        return matches!(path, b"." | b"..");
+    }
     let last = path.split(|&b| b == b'/').count() - 1;
     path.split(|&b| b == b'/')
         .enumerate()
@@ -133,6 +137,22 @@ mod tests {
 
     fn norm(s: &str) -> String {
         String::from_utf8(apply(s.as_bytes()).into_owned()).unwrap()
+    }
+
+    #[test]
+    fn one_segment_changes_only_as_a_dot_or_two() {
+        // `..` is kept (a relative path keeps what it cannot resolve), but goes through.
+        for (path, changes, out) in [
+            (".", true, ""),
+            ("..", true, ".."),
+            ("...", false, "..."),
+            ("a.b", false, "a.b"),
+            ("user@example.com", false, "user@example.com"),
+            ("35.5", false, "35.5"),
+        ] {
+            assert_eq!(may_change(path.as_bytes()), changes, "{path}");
+            assert_eq!(apply(path.as_bytes()).as_ref(), out.as_bytes(), "{path}");
+        }
     }
 
     #[test]
