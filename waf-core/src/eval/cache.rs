@@ -361,7 +361,7 @@ impl TransformCache {
                     let (s, e) = self.union_range(row, raw, union);
                     let (hits, bits) = (&self.hits[s as usize..e as usize], &mut self.bits);
                     let bits = &mut bits[offset..offset + words];
-                    if prefilter.bits_from_hits(hits, bits).is_some() {
+                    if prefilter.bits_from_hits(hits, raw.len(), bits).is_some() {
                         return;
                     }
                 }
@@ -466,7 +466,9 @@ impl TransformCache {
             }
             _ => ((0, Vec::new()), 0),
         };
-        let always = prefilter.sets_always();
+        // Bits set without a literal: the rules with none, and a Hyperscan database's on a
+        // short value.
+        let always = prefilter.sets_always() || prefilter.reads_lengths();
         for pos in 0..len {
             // A value the chain leaves as it is but for case: the union's hits on its raw
             // bytes give the group's bits, with no transformation and no scan of its own.
@@ -484,7 +486,13 @@ impl TransformCache {
                     }
                     scanned.fill(0);
                     let hits = &self.hits[s as usize..e as usize];
-                    if prefilter.bits_from_hits(hits, &mut scanned).is_some() {
+                    // A Hyperscan database needs the value's length (the value is read
+                    // only then).
+                    let len = match prefilter.reads_lengths() {
+                        true => data.indexed(variable, pos).2.len(),
+                        false => 0,
+                    };
+                    if prefilter.bits_from_hits(hits, len, &mut scanned).is_some() {
                         push_bits(&mut pairs, &scanned, pos);
                         continue;
                     }

@@ -48,6 +48,22 @@ impl std::fmt::Debug for HyperscanScanner {
 /// regexes it would rule out on a short value.
 const MIN_SCAN_LEN: usize = 128;
 
+impl HyperscanScanner {
+    /// Whether a value of `len` bytes is not scanned: a short value costs less to check
+    /// with each candidate's regex than to scan (and one past `u32` cannot be).
+    pub(crate) fn skips(&self, len: usize) -> bool {
+        len < MIN_SCAN_LEN || u32::try_from(len).is_err()
+    }
+
+    /// Sets the bit of every pattern of the database: what a value that is not scanned
+    /// gets.
+    pub(crate) fn set_all(&self, bits: &mut [u64]) {
+        for &b in &self.bits {
+            set_bit(bits, b);
+        }
+    }
+}
+
 /// Flags of every pattern (see the module docs).
 fn flags() -> PatternFlags {
     PatternFlags::DOTALL
@@ -152,13 +168,8 @@ impl HyperscanScanner {
 
 impl Scanner for HyperscanScanner {
     fn scan(&self, input: &[u8], bits: &mut [u64], scratch: &mut ScanScratch) {
-        let fail_open = |bits: &mut [u64]| {
-            for &b in &self.bits {
-                set_bit(bits, b);
-            }
-        };
-        // A short value costs less to check with each candidate's regex than to scan.
-        if input.len() < MIN_SCAN_LEN || u32::try_from(input.len()).is_err() {
+        let fail_open = |bits: &mut [u64]| self.set_all(bits);
+        if self.skips(input.len()) {
             return fail_open(bits);
         }
         let Some(s) = self.scratch(scratch) else {

@@ -197,13 +197,21 @@ impl Prefilter {
     }
 
     /// The group's bits for a value its chain leaves unchanged but for ASCII case, from
-    /// the union patterns found in the value's raw bytes (`hits`); `None` when that does
-    /// not decide them (no union, or a Hyperscan database that must read the value).
-    pub(crate) fn bits_from_hits(&self, hits: &[u32], bits: &mut [u64]) -> Option<()> {
-        if !self.decides_from_hits() {
-            return None;
-        }
+    /// the union patterns found in the value's raw bytes (`hits`); `len` is the value's
+    /// length. `None` when that does not decide them: no union, or a Hyperscan database
+    /// that must read the value (one long enough to scan; a shorter one gets every
+    /// pattern of the database, as the scan would give it).
+    pub(crate) fn bits_from_hits(&self, hits: &[u32], len: usize, bits: &mut [u64]) -> Option<()> {
         let (union, group) = self.union.as_ref()?;
+        #[cfg(feature = "hyperscan")]
+        if let Some(h) = &self.hyperscan {
+            if !h.skips(len) {
+                return None;
+            }
+            h.set_all(bits);
+        }
+        #[cfg(not(feature = "hyperscan"))]
+        let _ = len;
         union.bits_of(hits, *group, bits);
         for &bit in &self.always {
             set_bit(bits, bit);
@@ -211,14 +219,20 @@ impl Prefilter {
         Some(())
     }
 
-    /// Whether [`Prefilter::bits_from_hits`] decides this group's bits (it has a place in
-    /// the union and no Hyperscan database that must read the value).
+    /// Whether [`Prefilter::bits_from_hits`] may decide this group's bits (it has a place
+    /// in the union).
     pub(crate) fn decides_from_hits(&self) -> bool {
+        self.union.is_some()
+    }
+
+    /// Whether the group has a Hyperscan database, for which [`Prefilter::bits_from_hits`]
+    /// needs the value's length.
+    pub(crate) fn reads_lengths(&self) -> bool {
         #[cfg(feature = "hyperscan")]
         if self.hyperscan.is_some() {
-            return false;
+            return true;
         }
-        self.union.is_some()
+        false
     }
 
     /// Whether some rule of the group gets its bit on every value (no literals to
