@@ -15,6 +15,15 @@ fn waf(rules: &str) -> Waf {
         .unwrap_or_else(|e| panic!("rules failed to load: {e}"))
 }
 
+/// The same rules evaluated rule by rule with no plan (the test oracle).
+fn reference_waf(rules: &str) -> Waf {
+    Waf::builder()
+        .seclang("test.conf", rules)
+        .internal_reference_evaluation()
+        .build()
+        .unwrap_or_else(|e| panic!("rules failed to load: {e}"))
+}
+
 fn conn() -> ConnectionInfo {
     ConnectionInfo::new(
         "192.0.2.7:50000".parse().unwrap(),
@@ -693,11 +702,7 @@ fn the_phase_one_setup_is_folded_only_where_it_gives_the_same_answer() {
          SecAction \"id:20,phase:1,pass,log,msg:'%{{MATCHED_VAR_NAME}}=%{{MATCHED_VAR}} level=%{{TX.level}} limit=%{{TX.limit}}'\""
     );
     let folded = waf(&rules);
-    let reference = Waf::builder()
-        .seclang("test.conf", &rules)
-        .internal_reference_evaluation()
-        .build()
-        .unwrap();
+    let reference = reference_waf(&rules);
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<u16>, &'a str);
     let cases: [Case; 3] = [
         // Nothing touched TX before the setup: the fold.
@@ -737,11 +742,7 @@ fn a_multimatch_rule_whose_raw_value_is_prefiltered_still_runs_on_each_changed_s
          SecAction \"id:9,phase:2,pass,log,msg:'hits=%{{tx.hits}}'\""
     );
     let planned = waf(&rules);
-    let reference = Waf::builder()
-        .seclang("test.conf", &rules)
-        .internal_reference_evaluation()
-        .build()
-        .unwrap();
+    let reference = reference_waf(&rules);
     let few = "/?a=EVIL&b=%2565vil&c=evil&d=good".to_string();
     // Past the size from which big collections are scanned once for all their values.
     let many = (0..24).fold(few.clone(), |u, i| format!("{u}&pad{i}=good"));

@@ -441,6 +441,27 @@ impl TransformCache {
         self.candidates.get(&(variable, group))
     }
 
+    /// The range of the candidate positions of rule `bit` among the values of `variable`
+    /// for `group` (whose rules use `chain`), building the group's lists on first use; read
+    /// the positions with [`Candidates::position`] (ascending within the range).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn candidate_range(
+        &mut self,
+        data: &TxData,
+        variable: Variable,
+        group: u32,
+        bit: u32,
+        chain: &[Transformation],
+        prefix_ids: &[u32],
+        prefilter: &Prefilter,
+    ) -> std::ops::Range<usize> {
+        if self.candidates(variable, group).is_none() {
+            self.build_candidates(data, variable, group, chain, prefix_ids, prefilter);
+        }
+        self.candidates(variable, group)
+            .map_or(0..0, |c| c.range(bit))
+    }
+
     /// Builds the candidate lists of `variable` for `group`, whose rules use `chain`.
     pub(crate) fn build_candidates(
         &mut self,
@@ -468,7 +489,7 @@ impl TransformCache {
         };
         // Bits set without a literal: the rules with none, and a Hyperscan database's on a
         // short value.
-        let always = prefilter.sets_always() || prefilter.reads_lengths();
+        let always = prefilter.sets_always() || prefilter.has_hyperscan();
         for pos in 0..len {
             // A value the chain leaves as it is but for case: the union's hits on its raw
             // bytes give the group's bits, with no transformation and no scan of its own.
@@ -488,7 +509,7 @@ impl TransformCache {
                     let hits = &self.hits[s as usize..e as usize];
                     // A Hyperscan database needs the value's length (the value is read
                     // only then).
-                    let len = match prefilter.reads_lengths() {
+                    let len = match prefilter.has_hyperscan() {
                         true => data.indexed(variable, pos).2.len(),
                         false => 0,
                     };

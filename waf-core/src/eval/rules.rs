@@ -13,6 +13,7 @@
 use std::ops::Range;
 
 use crate::actions::{AllowScope, Disruptive};
+use crate::compile::prefilter::PrefilterRef;
 use crate::compile::{Rule, Step};
 use crate::eval::cache::Slot;
 use crate::eval::data::{Num, VarName};
@@ -206,20 +207,15 @@ impl TxState {
                 // Borrowed, not taken: most rules match nothing, and then the scratch
                 // never moves (moving it in and out cost 5 % of a CRS GET, callgrind).
                 let scratch = &mut self.scratch;
-                let prefilter = rule.prefilter.filter(|_| !reference).and_then(|r| {
-                    self.program
-                        .prefilters
-                        .get(r.group as usize)
-                        .map(|p| (r, p))
-                });
+                let prefilters = &self.program.prefilters;
+                let group_of = |r: Option<PrefilterRef>| {
+                    r.filter(|_| !reference)
+                        .and_then(|r| prefilters.get(r.group as usize).map(|p| (r, p)))
+                };
+                let prefilter = group_of(rule.prefilter);
                 // A `multiMatch` rule's raw values are prefiltered in the group of values
                 // with no transformation (`compile::prefilter::build`).
-                let raw_prefilter = rule.raw_prefilter.filter(|_| !reference).and_then(|r| {
-                    self.program
-                        .prefilters
-                        .get(r.group as usize)
-                        .map(|p| (r, p))
-                });
+                let raw_prefilter = group_of(rule.raw_prefilter);
                 let removed_targets = &self.removed_targets;
                 for target in &rule.targets {
                     let variable = target.variable;
@@ -284,30 +280,25 @@ impl TxState {
                                 false
                             }
                         };
-                    // Big collections under a prefiltered, non-negated operator: visit only
-                    // the values whose literals let this rule match (see `Candidates`).
-                    if let Some((r, p)) = prefilter.filter(|_| {
-                        !rule.multi_match
-                            && !op.negated
-                            && !target.count
-                            && matches!(target.selector, Selector::All)
-                            && data
-                                .indexed_len(variable)
-                                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
-                    }) {
-                        if cache.candidates(variable, r.group).is_none() {
-                            cache.build_candidates(
-                                data,
-                                variable,
-                                r.group,
-                                &rule.transformations,
-                                &rule.prefix_ids,
-                                p,
-                            );
-                        }
-                        let range = cache
-                            .candidates(variable, r.group)
-                            .map_or(0..0, |c| c.range(r.bit));
+                    // A big collection read whole: its values have candidate lists.
+                    let whole_big = !target.count
+                        && matches!(target.selector, Selector::All)
+                        && data
+                            .indexed_len(variable)
+                            .is_some_and(|n| n >= CANDIDATE_LISTS_FROM);
+                    // Under a prefiltered, non-negated operator (never a `multiMatch` one,
+                    // which has `raw_prefilter` instead): visit only the values whose
+                    // literals let this rule match (see `Candidates`).
+                    if let Some((r, p)) = prefilter.filter(|_| whole_big && !op.negated) {
+                        let range = cache.candidate_range(
+                            data,
+                            variable,
+                            r.group,
+                            r.bit,
+                            &rule.transformations,
+                            &rule.prefix_ids,
+                            p,
+                        );
                         for i in range {
                             let pos = cache
                                 .candidates(variable, r.group)
@@ -341,20 +332,9 @@ impl TxState {
                     // A `multiMatch` rule over a big collection: the raw values its
                     // literals rule out are not given to the operator, but every value's
                     // steps still are (their outputs are not prefiltered).
-                    if let Some((r, p)) = raw_prefilter.filter(|_| {
-                        rule.multi_match
-                            && !target.count
-                            && matches!(target.selector, Selector::All)
-                            && data
-                                .indexed_len(variable)
-                                .is_some_and(|n| n >= CANDIDATE_LISTS_FROM)
-                    }) {
-                        if cache.candidates(variable, r.group).is_none() {
-                            cache.build_candidates(data, variable, r.group, &[], &[], p);
-                        }
-                        let range = cache
-                            .candidates(variable, r.group)
-                            .map_or(0..0, |c| c.range(r.bit));
+                    if let Some((r, p)) = raw_prefilter.filter(|_| whole_big) {
+                        let range =
+                            cache.candidate_range(data, variable, r.group, r.bit, &[], &[], p);
                         // The candidates' positions are ascending: one cursor walks them.
                         let mut next = range.start;
                         for pos in 0..data.indexed_len(variable).unwrap_or(0) {

@@ -225,9 +225,9 @@ impl Prefilter {
         self.union.is_some()
     }
 
-    /// Whether the group has a Hyperscan database, for which [`Prefilter::bits_from_hits`]
-    /// needs the value's length.
-    pub(crate) fn reads_lengths(&self) -> bool {
+    /// Whether the group has a Hyperscan database (never without the `hyperscan`
+    /// feature): then [`Prefilter::bits_from_hits`] needs the value's length.
+    pub(crate) fn has_hyperscan(&self) -> bool {
         #[cfg(feature = "hyperscan")]
         if self.hyperscan.is_some() {
             return true;
@@ -239,12 +239,6 @@ impl Prefilter {
     /// prefilter on).
     pub(crate) fn sets_always(&self) -> bool {
         !self.always.is_empty()
-    }
-
-    /// Whether this group has a Hyperscan database (for tests).
-    #[cfg(all(test, feature = "hyperscan"))]
-    pub(crate) fn has_hyperscan(&self) -> bool {
-        self.hyperscan.is_some()
     }
 }
 
