@@ -19,13 +19,8 @@ pub(crate) struct MacroString {
 pub(crate) enum MacroPart {
     /// Text copied as is.
     Literal(Vec<u8>),
-    /// A variable reference; `key` is lower-cased (collection keys are case-insensitive).
-    Variable {
-        /// The variable.
-        variable: Variable,
-        /// The key after `.` or `:`, lower-cased.
-        key: Option<String>,
-    },
+    /// A variable reference.
+    Variable(MacroVar),
     /// `%{TX:/^score_/}`: the first value whose key matches the regex, as libmodsecurity 3
     /// expands a macro naming a regex-keyed variable.
     Matching {
@@ -35,6 +30,21 @@ pub(crate) enum MacroPart {
         /// has about 2,000 macro parts).
         keys: Box<KeyRegex>,
     },
+}
+
+/// The variable a [`MacroPart::Variable`] names: `%{tx.anomaly_score}`,
+/// `%{REQUEST_HEADERS.User-Agent}`, `%{MATCHED_VAR}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MacroVar {
+    /// The variable.
+    pub(crate) variable: Variable,
+    /// The key after `.` or `:`, lower-cased (collection keys are case-insensitive).
+    pub(crate) key: Option<String>,
+    /// For `TX` with a key: the key's slot in the transaction's `TX` table
+    /// (`Program::tx_names`, set by the compiler, as for `setvar` names and the plan's `TX`
+    /// tests), so that expanding `%{tx.critical_anomaly_score}` reads an index, not a
+    /// hash; `u32::MAX` until then, or for any other variable.
+    pub(crate) tx_slot: u32,
 }
 
 /// The key regex of a [`MacroPart::Matching`], compared by its pattern.
@@ -87,10 +97,11 @@ impl MacroString {
                             .map_err(|e| format!("{e} in macro %{{{inner}}}"))?,
                     }),
                 }),
-                None => parts.push(MacroPart::Variable {
+                None => parts.push(MacroPart::Variable(MacroVar {
                     variable,
                     key: key.map(str::to_ascii_lowercase),
-                }),
+                    tx_slot: u32::MAX,
+                })),
             }
             rest = &after[end + 1..];
         }
@@ -106,9 +117,17 @@ impl MacroString {
     pub(crate) fn reads_only(&self, reads: impl Fn(Variable) -> bool) -> bool {
         self.parts.iter().all(|p| match p {
             MacroPart::Literal(_) => true,
-            MacroPart::Variable { variable, .. } | MacroPart::Matching { variable, .. } => {
-                reads(*variable)
-            }
+            MacroPart::Variable(MacroVar { variable, .. })
+            | MacroPart::Matching { variable, .. } => reads(*variable),
+        })
+    }
+
+    /// The keyed `TX` references (`%{tx.name}`), for the compiler to give each its slot
+    /// ([`MacroVar::tx_slot`]).
+    pub(crate) fn tx_vars_mut(&mut self) -> impl Iterator<Item = &mut MacroVar> {
+        self.parts.iter_mut().filter_map(|p| match p {
+            MacroPart::Variable(v) if v.variable == Variable::Tx && v.key.is_some() => Some(v),
+            _ => None,
         })
     }
 
@@ -124,8 +143,8 @@ impl MacroString {
     /// value the expander can lend (`%{tx.inbound_anomaly_score_threshold}` as an
     /// operator's argument: no allocation per evaluation).
     pub(crate) fn expand_lent<'a>(&'a self, expander: &'a dyn MacroExpander) -> Cow<'a, [u8]> {
-        if let [MacroPart::Variable { variable, key }] = self.parts.as_slice() {
-            if let Some(v) = expander.borrow_variable(*variable, key.as_deref()) {
+        if let [MacroPart::Variable(var)] = self.parts.as_slice() {
+            if let Some(v) = expander.borrow_variable(var) {
                 return Cow::Borrowed(v);
             }
         }
@@ -148,9 +167,7 @@ impl MacroString {
         for part in &self.parts {
             match part {
                 MacroPart::Literal(l) => out.extend_from_slice(l),
-                MacroPart::Variable { variable, key } => {
-                    expander.append_variable(*variable, key.as_deref(), out)
-                }
+                MacroPart::Variable(var) => expander.append_variable(var, out),
                 MacroPart::Matching { variable, keys } => {
                     expander.append_matching(*variable, &keys.selector, out)
                 }
@@ -162,14 +179,14 @@ impl MacroString {
 /// Resolves a variable reference to bytes during expansion (implemented by the transaction
 /// state). A missing variable expands to nothing.
 pub(crate) trait MacroExpander {
-    /// Appends the value of `variable` (`key` lower-cased, if any) to `out`.
-    fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>);
+    /// Appends the value of `var` to `out`.
+    fn append_variable(&self, var: &MacroVar, out: &mut Vec<u8>);
 
-    /// The value of `variable` as a slice, when the expander holds it as one (`TX:name`):
+    /// The value of `var` as a slice, when the expander holds it as one (`TX:name`):
     /// lets a string that is one macro expand without a copy. `None` means "ask
     /// [`MacroExpander::append_variable`]", not "missing".
-    fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
-        let _ = (variable, key);
+    fn borrow_variable(&self, var: &MacroVar) -> Option<&[u8]> {
+        let _ = var;
         None
     }
 
@@ -195,9 +212,9 @@ mod tests {
 
     struct Fixed;
     impl MacroExpander for Fixed {
-        fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
-            out.extend_from_slice(variable.name().as_bytes());
-            if let Some(k) = key {
+        fn append_variable(&self, var: &MacroVar, out: &mut Vec<u8>) {
+            out.extend_from_slice(var.variable.name().as_bytes());
+            if let Some(k) = &var.key {
                 out.push(b'.');
                 out.extend_from_slice(k.as_bytes());
             }

@@ -759,3 +759,53 @@ fn a_multimatch_rule_whose_raw_value_is_prefiltered_still_runs_on_each_changed_s
         }
     }
 }
+
+/// `%{tx.name}` in an operator's argument, a `setvar`'s name and value, `msg` and
+/// `logdata` reads the `TX` table by the slot the compiler gave the name: it sees what
+/// `setvar` wrote, whether the writer named the variable literally, through a macro or in
+/// another case, and an unset name expands to nothing. The answers are the reference
+/// evaluation's, and the texts are spelled out: a macro reading another name's slot
+/// would show a wrong number.
+#[test]
+fn tx_macros_read_what_setvar_wrote() {
+    let rules = format!(
+        "{ON}SecAction \"id:1,phase:1,pass,nolog,setvar:tx.allowed=|GET|HEAD|,setvar:tx.score=3,setvar:tx.limit=7\"
+SecRule REQUEST_METHOD \"!@within %{{tx.allowed}}\" \"id:2,phase:1,deny,status:405\"
+SecRule ARGS:n \"@gt %{{TX.Limit}}\" \"id:3,phase:1,deny,status:413,msg:'n over %{{tx.limit}}'\"
+SecRule ARGS:k \"@rx ^\\w+$\" \"id:4,phase:1,pass,log,capture,setvar:'tx.key_%{{tx.0}}=%{{tx.score}}',setvar:tx.total=+%{{tx.score}},msg:'key %{{tx.0}}',logdata:'total %{{tx.total}} unset [%{{tx.nothing}}]'\"
+SecRule TX:key_abc \"@eq %{{tx.score}}\" \"id:5,phase:1,pass,log,setvar:tx.total=+%{{tx.key_abc}},msg:'key_abc is %{{tx.key_abc}}, total %{{tx.total}}'\"
+SecRule TX:total \"@ge 6\" \"id:6,phase:1,deny,status:418,msg:'total %{{tx.TOTAL}} of %{{tx.limit}}'\"
+"
+    );
+    for w in [waf(&rules), reference_waf(&rules)] {
+        let o = run(&w, "PUT", "/", &[("Host", "a")], b"", ("text/plain", b""));
+        assert_eq!(o.blocked(), Some(405), "@within %{{tx.allowed}}");
+        assert_eq!(get(&w, "/?n=8").blocked(), Some(413));
+        assert_eq!(
+            get(&w, "/?n=8").report.matched_rules[0].message.as_deref(),
+            Some("n over 7")
+        );
+        assert_eq!(get(&w, "/?n=7").blocked(), None);
+        let o = get(&w, "/?k=abc");
+        assert_eq!(o.ids(), vec![4, 5, 6]);
+        assert_eq!(o.blocked(), Some(418));
+        let texts: Vec<(Option<&str>, Option<&str>)> = o
+            .report
+            .matched_rules
+            .iter()
+            .map(|r| (r.message.as_deref(), r.data.as_deref()))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                (Some("key abc"), Some("total 3 unset []")),
+                (Some("key_abc is 3, total 6"), None),
+                (Some("total 6 of 7"), None),
+            ]
+        );
+        // Another key: TX:key_abc is not set, so rule 5 does not match.
+        let o = get(&w, "/?k=xyz");
+        assert_eq!(o.ids(), vec![4]);
+        assert_eq!(o.blocked(), None);
+    }
+}

@@ -64,6 +64,14 @@ impl SetVarOp {
             SetVarOp::Delete => None,
         }
     }
+
+    /// The value's template, to change (`None` for `!name`).
+    pub(crate) fn template_mut(&mut self) -> Option<&mut MacroString> {
+        match self {
+            SetVarOp::Set(v) | SetVarOp::Add(v) | SetVarOp::Sub(v) => Some(v),
+            SetVarOp::Delete => None,
+        }
+    }
 }
 
 /// A compiled `setvar`.

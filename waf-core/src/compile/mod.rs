@@ -23,6 +23,7 @@ use std::path::Path;
 
 use crate::actions::{self, Action, CollectionName, Disruptive, Effect};
 use crate::error::{Error, ErrorKind, Location, Warning};
+use crate::macros::MacroString;
 use crate::operators::{Operator, OperatorError};
 use crate::seclang::{ActionAst, Directive, DirectiveKind, IdRange, RuleAst, Span, VariableAst};
 use crate::transformations::Transformation;
@@ -359,12 +360,28 @@ fn slot_tx_names(rules: &mut [Rule]) -> Vec<Vec<u8>> {
             })
         }
     }
+    /// The `TX` names `%{tx.name}` reads: macro keys are lower-cased, as the table keeps
+    /// names.
+    fn macros(m: &mut MacroString, slots: &mut Slots) {
+        for var in m.tx_vars_mut() {
+            if let Some(key) = &var.key {
+                var.tx_slot = slots.slot(key.as_bytes());
+            }
+        }
+    }
     fn visit(rule: &mut Rule, slots: &mut Slots) {
         if let (true, [t]) = (rule.plan.tx_test, rule.targets.as_slice()) {
             // Selector keys are lower-cased, as the table keeps names.
             if let Selector::Key(key) = &t.selector {
                 rule.plan.tx_slot = slots.slot(key);
             }
+        }
+        if let Some(m) = rule
+            .operator
+            .as_mut()
+            .and_then(|op| op.operator.argument_mut())
+        {
+            macros(m, slots);
         }
         for effect in &mut rule.effects {
             let Effect::SetVar(s) = effect else { continue };
@@ -376,6 +393,14 @@ fn slot_tx_names(rules: &mut [Rule]) -> Vec<Vec<u8>> {
             {
                 s.tx_slot = slots.slot(name);
             }
+            macros(&mut s.key, slots);
+            if let Some(value) = s.op.template_mut() {
+                macros(value, slots);
+            }
+        }
+        let meta = &mut rule.meta;
+        for m in meta.msg.iter_mut().chain(meta.logdata.iter_mut()) {
+            macros(m, slots);
         }
         if let Some(child) = &mut rule.chain {
             visit(child, slots);

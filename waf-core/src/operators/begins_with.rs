@@ -14,7 +14,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@beginsWith`.
 #[derive(Debug)]
 pub(crate) struct BeginsWith {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
 }
 
 impl BeginsWith {

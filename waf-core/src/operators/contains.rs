@@ -19,7 +19,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@contains`.
 #[derive(Debug)]
 pub(crate) struct Contains {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
     finder: Option<memmem::Finder<'static>>,
 }
 

@@ -19,7 +19,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@containsWord`.
 #[derive(Debug)]
 pub(crate) struct ContainsWord {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
 }
 
 impl ContainsWord {

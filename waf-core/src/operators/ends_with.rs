@@ -14,7 +14,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@endsWith`.
 #[derive(Debug)]
 pub(crate) struct EndsWith {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
 }
 
 impl EndsWith {

@@ -16,7 +16,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@eq`.
 #[derive(Debug)]
 pub(crate) struct Eq {
-    argument: NumberArgument,
+    pub(super) argument: NumberArgument,
 }
 
 impl Eq {

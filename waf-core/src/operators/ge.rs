@@ -16,7 +16,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@ge`.
 #[derive(Debug)]
 pub(crate) struct Ge {
-    argument: NumberArgument,
+    pub(super) argument: NumberArgument,
 }
 
 impl Ge {

@@ -16,7 +16,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@gt`.
 #[derive(Debug)]
 pub(crate) struct Gt {
-    argument: NumberArgument,
+    pub(super) argument: NumberArgument,
 }
 
 impl Gt {

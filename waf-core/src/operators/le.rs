@@ -16,7 +16,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@le`.
 #[derive(Debug)]
 pub(crate) struct Le {
-    argument: NumberArgument,
+    pub(super) argument: NumberArgument,
 }
 
 impl Le {

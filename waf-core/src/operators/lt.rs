@@ -16,7 +16,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@lt`.
 #[derive(Debug)]
 pub(crate) struct Lt {
-    argument: NumberArgument,
+    pub(super) argument: NumberArgument,
 }
 
 impl Lt {

@@ -211,6 +211,27 @@ impl Operator {
         }
     }
 
+    /// The argument's macro string, when the operator takes one with macros
+    /// (`@within %{tx.allowed_methods}`, `@ge %{tx.inbound_anomaly_score_threshold}`): for
+    /// the compiler to give its `TX` references their slots.
+    pub(crate) fn argument_mut(&mut self) -> Option<&mut MacroString> {
+        match self {
+            Operator::BeginsWith(o) => o.argument.template_mut(),
+            Operator::Contains(o) => o.argument.template_mut(),
+            Operator::ContainsWord(o) => o.argument.template_mut(),
+            Operator::EndsWith(o) => o.argument.template_mut(),
+            Operator::Streq(o) => o.argument.template_mut(),
+            Operator::Strmatch(o) => o.argument.template_mut(),
+            Operator::Within(o) => o.argument.template_mut(),
+            Operator::Eq(o) => o.argument.template_mut(),
+            Operator::Ge(o) => o.argument.template_mut(),
+            Operator::Gt(o) => o.argument.template_mut(),
+            Operator::Le(o) => o.argument.template_mut(),
+            Operator::Lt(o) => o.argument.template_mut(),
+            _ => None,
+        }
+    }
+
     /// Compiles `@name argument`. `name` is given without `@`, in any case (`rx`,
     /// `pmFromFile`, `pmf`). `rules_dir` is the directory of the rule file, for
     /// `@pmFromFile` and `@ipMatchFromFile` relative paths. The error is a message without
@@ -421,6 +442,14 @@ impl StringArgument {
         self.template.as_literal()
     }
 
+    /// The template, when it has macros.
+    fn template_mut(&mut self) -> Option<&mut MacroString> {
+        match self.template.as_literal() {
+            Some(_) => None,
+            None => Some(&mut self.template),
+        }
+    }
+
     /// The value for this call: borrowed when literal or one macro the expander lends
     /// (`%{tx.allowed_methods}`: no copy per value), expanded otherwise.
     fn value<'a>(&'a self, expander: &'a dyn MacroExpander) -> Cow<'a, [u8]> {
@@ -461,15 +490,14 @@ fn read_data_file(name: &str, rules_dir: Option<&Path>) -> Result<Vec<Vec<u8>>, 
 pub(crate) mod test_support {
     //! A [`MacroExpander`] for unit tests.
 
-    use crate::macros::MacroExpander;
-    use crate::variables::Variable;
+    use crate::macros::{MacroExpander, MacroVar};
 
     /// Expands every variable to a fixed value; `%{tx.missing}` to nothing.
     pub(crate) struct FixedExpander(pub(crate) &'static [u8]);
 
     impl MacroExpander for FixedExpander {
-        fn append_variable(&self, _variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
-            if key != Some("missing") {
+        fn append_variable(&self, var: &MacroVar, out: &mut Vec<u8>) {
+            if var.key.as_deref() != Some("missing") {
                 out.extend_from_slice(self.0);
             }
         }

@@ -42,6 +42,14 @@ impl NumberArgument {
         }
     }
 
+    /// The template, when the argument has macros.
+    pub(crate) fn template_mut(&mut self) -> Option<&mut MacroString> {
+        match self {
+            NumberArgument::Literal(_) => None,
+            NumberArgument::Macro(m) => Some(m),
+        }
+    }
+
     /// The argument's value for this call.
     pub(crate) fn value(&self, expander: &dyn MacroExpander) -> i64 {
         match self {

@@ -15,7 +15,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@streq`.
 #[derive(Debug)]
 pub(crate) struct Streq {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
 }
 
 impl Streq {

@@ -17,7 +17,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@strmatch`.
 #[derive(Debug)]
 pub(crate) struct Strmatch {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
     finder: Option<memmem::Finder<'static>>,
 }
 

@@ -21,7 +21,7 @@ use crate::macros::MacroExpander;
 /// A compiled `@within`.
 #[derive(Debug)]
 pub(crate) struct Within {
-    argument: StringArgument,
+    pub(super) argument: StringArgument,
 }
 
 impl Within {

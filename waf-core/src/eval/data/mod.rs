@@ -28,7 +28,7 @@ use crate::actions::ctl::BodyProcessor;
 use crate::actions::CollectionName;
 use crate::eval::cache::FastState;
 use crate::eval::store::Record;
-use crate::macros::MacroExpander;
+use crate::macros::{MacroExpander, MacroVar};
 use crate::variables::{Selector, Variable};
 
 /// A name/value pair with the name as sent.
@@ -719,17 +719,23 @@ impl MacroExpander for TxData {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn borrow_variable(&self, variable: Variable, key: Option<&str>) -> Option<&[u8]> {
-        match (variable, key) {
-            // A missing TX variable expands to nothing, as `append_variable` says.
-            (Variable::Tx, Some(k)) => Some(self.tx.get(k.as_bytes()).unwrap_or_default()),
+    fn borrow_variable(&self, var: &MacroVar) -> Option<&[u8]> {
+        match (var.variable, &var.key) {
+            // A missing TX variable expands to nothing, as `append_variable` says. By slot
+            // when the compiler gave the name one (`MacroVar::tx_slot`).
+            (Variable::Tx, Some(k)) => Some(
+                self.tx
+                    .get_at(var.tx_slot, k.as_bytes())
+                    .unwrap_or_default(),
+            ),
             _ => None,
         }
     }
 
-    fn append_variable(&self, variable: Variable, key: Option<&str>, out: &mut Vec<u8>) {
+    fn append_variable(&self, var: &MacroVar, out: &mut Vec<u8>) {
+        let (variable, key) = (var.variable, var.key.as_deref());
         if let (Variable::Tx, Some(k)) = (variable, key) {
-            if let Some(v) = self.tx.get(k.as_bytes()) {
+            if let Some(v) = self.tx.get_at(var.tx_slot, k.as_bytes()) {
                 out.extend_from_slice(v);
             }
             return;
