@@ -122,13 +122,19 @@ impl MacroString {
         })
     }
 
-    /// The keyed `TX` references (`%{tx.name}`), for the compiler to give each its slot
-    /// ([`MacroVar::tx_slot`]).
-    pub(crate) fn tx_vars_mut(&mut self) -> impl Iterator<Item = &mut MacroVar> {
-        self.parts.iter_mut().filter_map(|p| match p {
-            MacroPart::Variable(v) if v.variable == Variable::Tx && v.key.is_some() => Some(v),
-            _ => None,
-        })
+    /// Gives each keyed `TX` reference (`%{tx.name}`) the slot `slot` returns for its
+    /// lower-cased name ([`MacroVar::tx_slot`]; the compiler's table of `TX` names).
+    pub(crate) fn slot_tx_keys(&mut self, mut slot: impl FnMut(&[u8]) -> u32) {
+        for part in &mut self.parts {
+            if let MacroPart::Variable(MacroVar {
+                variable: Variable::Tx,
+                key: Some(key),
+                tx_slot,
+            }) = part
+            {
+                *tx_slot = slot(key.as_bytes());
+            }
+        }
     }
 
     /// The text when the string has no macro.

@@ -363,11 +363,7 @@ fn slot_tx_names(rules: &mut [Rule]) -> Vec<Vec<u8>> {
     /// The `TX` names `%{tx.name}` reads: macro keys are lower-cased, as the table keeps
     /// names.
     fn macros(m: &mut MacroString, slots: &mut Slots) {
-        for var in m.tx_vars_mut() {
-            if let Some(key) = &var.key {
-                var.tx_slot = slots.slot(key.as_bytes());
-            }
-        }
+        m.slot_tx_keys(|key| slots.slot(key));
     }
     fn visit(rule: &mut Rule, slots: &mut Slots) {
         if let (true, [t]) = (rule.plan.tx_test, rule.targets.as_slice()) {

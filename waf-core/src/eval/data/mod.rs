@@ -733,13 +733,12 @@ impl MacroExpander for TxData {
     }
 
     fn append_variable(&self, var: &MacroVar, out: &mut Vec<u8>) {
-        let (variable, key) = (var.variable, var.key.as_deref());
-        if let (Variable::Tx, Some(k)) = (variable, key) {
-            if let Some(v) = self.tx.get_at(var.tx_slot, k.as_bytes()) {
-                out.extend_from_slice(v);
-            }
+        // `TX:name` is read where `borrow_variable` reads it (by slot; missing is empty).
+        if let Some(v) = self.borrow_variable(var) {
+            out.extend_from_slice(v);
             return;
         }
+        let (variable, key) = (var.variable, var.key.as_deref());
         let selector = match key {
             Some(k) => Selector::Key(k.as_bytes().to_vec()),
             None => Selector::All,
